@@ -1,0 +1,110 @@
+"""The one small interface every model speaks: stream a reply for messages + tools.
+
+A model yields :class:`TextDelta` / :class:`ReasoningDelta` while it streams and
+finishes with exactly one :class:`ModelReply`. Failures are :class:`ProviderError`
+with a normalised ``error_type`` so the loop can decide whether to retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# The provider error types the loop knows. Retryable ones get backoff.
+RETRYABLE_ERRORS = frozenset({"rate_limit", "server", "timeout"})
+ERROR_TYPES = frozenset({"rate_limit", "server", "timeout", "auth", "context_limit", "bad_request"})
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it; may be malformed
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str | None = None
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+StreamItem = TextDelta | ReasoningDelta | ModelReply
+
+
+class ProviderError(Exception):
+    """A model call failed. ``error_type`` is one of :data:`ERROR_TYPES`."""
+
+    def __init__(
+        self,
+        error_type: str,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.error_type in RETRYABLE_ERRORS
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Backoff for retryable provider errors: base * 2**attempt, capped."""
+
+    max_retries: int = 3
+    base_delay: float = 1.0
+    max_delay: float = 20.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
+        return float(min(self.base_delay * (2**attempt), self.max_delay))
+
+
+class ModelClient(Protocol):
+    """What the loop needs from a model."""
+
+    @property
+    def name(self) -> str:
+        """The model string shown to users and written to events."""
+        ...
+
+    @property
+    def retry_policy(self) -> RetryPolicy: ...
+
+    def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        call_index: int,
+    ) -> AsyncIterator[StreamItem]:
+        """Stream one reply. ``call_index`` is the n-th model call of the session."""
+        ...

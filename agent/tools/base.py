@@ -1,0 +1,68 @@
+"""What a tool is: a name, a JSON schema, a permission kind, and an async run."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+ToolKind = Literal["read", "write", "shell"]
+
+
+class ToolArgs(BaseModel):
+    """Base for a tool's arguments; unknown keys from the model are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """``content`` goes to the model; ``detailed_content`` is for display only."""
+
+    content: str
+    success: bool = True
+    detailed_content: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def failure(cls, message: str) -> ToolResult:
+        return cls(content=message, success=False, error=message)
+
+
+@dataclass(slots=True)
+class ToolContext:
+    cwd: Path
+    extra_dirs: list[Path] = field(default_factory=list)
+    # Streams progress lines to the timeline (tool.execution_partial_result).
+    report_progress: Callable[[str], None] = lambda _line: None
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should read (bad path, no match...)."""
+
+
+class Tool(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    kind: ClassVar[ToolKind] = "read"
+    Args: ClassVar[type[ToolArgs]]
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI-style function schema offered to the model."""
+        params = self.Args.model_json_schema()
+        params.pop("title", None)
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        params["additionalProperties"] = False
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
+
+    @abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        """Run with validated ``args`` (an instance of ``Args``)."""
