@@ -1,0 +1,222 @@
+"""``grep``: regex search over files, with ripgrep when present and pure Python otherwise.
+
+Both searches see the same files (hidden files included, ignore files not read,
+:data:`SKIP_DIRS` pruned, symlinks not followed, binary files skipped) and their
+matches go through the same formatting, so the model gets the same answer either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from agent.tools.glob import glob_to_regex
+from agent.tools.paths import SKIP_DIRS, display_path, resolve_in_workspace
+
+MAX_MATCHES = 200
+MAX_MATCH_CHARS = 500
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Match:
+    path: str
+    line: int
+    text: str
+
+
+class GrepArgs(ToolArgs):
+    pattern: str = Field(description="Regular expression to search for, matched line by line.")
+    path: str | None = Field(
+        default=None,
+        description="File or directory to search; defaults to the working directory.",
+    )
+    glob: str | None = Field(
+        default=None,
+        description=(
+            "Only search files matching this glob, e.g. '*.py' (matched against the file "
+            "name) or 'src/**/*.ts' (matched against the path)."
+        ),
+    )
+    ignore_case: bool | None = Field(default=None, description="Match case-insensitively.")
+
+
+class GrepTool(Tool):
+    name = "grep"
+    description = (
+        "Search file contents with a regular expression. Returns 'file:line:text' for each "
+        "matching line, sorted by file and line. Skips binary files, .git, .venv, "
+        "node_modules and cache directories."
+    )
+    Args = GrepArgs
+
+    def __init__(self, rg_path: str | Literal["auto"] | None = "auto") -> None:
+        """``rg_path``: "auto" finds ``rg`` on PATH, None forces the Python search."""
+        self._rg_path = rg_path
+
+    def ripgrep(self) -> str | None:
+        return shutil.which("rg") if self._rg_path == "auto" else self._rg_path
+
+    async def run(self, args: GrepArgs, ctx: ToolContext) -> ToolResult:
+        if not args.pattern:
+            raise ToolError("pattern is empty")
+        shown_path = args.path or "."
+        root = resolve_in_workspace(ctx, shown_path)
+        if not root.exists():
+            raise ToolError(f"path {shown_path} does not exist")
+        if root.is_file() and await asyncio.to_thread(_is_binary, root):
+            raise ToolError(f"{shown_path} is a binary file; grep searches text files only")
+        rg = self.ripgrep()
+        if rg is not None:
+            matches = await _search_rg(rg, args, root, ctx)
+        else:
+            matches = await asyncio.to_thread(_search_python, args, root, ctx)
+        return ToolResult(content=format_matches(matches))
+
+
+def format_matches(matches: list[Match]) -> str:
+    if not matches:
+        return "No matches found."
+    ordered = sorted(matches)
+    lines = []
+    for m in ordered[:MAX_MATCHES]:
+        text = m.text if len(m.text) <= MAX_MATCH_CHARS else m.text[:MAX_MATCH_CHARS] + "…"
+        lines.append(f"{m.path}:{m.line}:{text}")
+    if len(ordered) > MAX_MATCHES:
+        lines.append(
+            f"[{len(ordered) - MAX_MATCHES} more matches not shown; "
+            "narrow the pattern, path or glob.]"
+        )
+    return "\n".join(lines)
+
+
+# --- pure Python ---------------------------------------------------------------
+
+
+def _search_python(args: GrepArgs, root: Path, ctx: ToolContext) -> list[Match]:
+    try:
+        regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
+    except (re.error, OverflowError) as exc:
+        raise ToolError(f"invalid regex {args.pattern!r}: {exc}") from exc
+    if root.is_file():
+        return _search_file(regex, root, display_path(ctx, root))
+    keep = _glob_filter(args.glob)
+    base = display_path(ctx, root)
+    matches: list[Match] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        rel_dir = os.path.relpath(dirpath, root)
+        shown_dir = os.path.normpath(os.path.join(base, rel_dir)).replace(os.sep, "/")
+        prefix = "" if shown_dir == "." else shown_dir + "/"
+        for name in filenames:
+            full = Path(dirpath, name)
+            shown = prefix + name
+            if full.is_symlink() or not keep(shown, name):
+                continue
+            matches.extend(_search_file(regex, full, shown))
+    return matches
+
+
+def _glob_filter(glob: str | None) -> Callable[[str, str], bool]:
+    if not glob:
+        return lambda _path, _name: True
+    regex = glob_to_regex(glob)
+    # Like ripgrep: a glob without '/' names files anywhere, one with '/' is a path.
+    if "/" in glob:
+        return lambda path, _name: regex.fullmatch(path) is not None
+    return lambda _path, name: regex.fullmatch(name) is not None
+
+
+def _search_file(regex: re.Pattern[str], path: Path, shown: str) -> list[Match]:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    if b"\0" in data:
+        return []
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    found = []
+    for number, line in enumerate(lines, start=1):
+        line = line.removesuffix("\r")
+        if regex.search(line):
+            found.append(Match(shown, number, line))
+    return found
+
+
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            if b"\0" in chunk:
+                return True
+    return False
+
+
+# --- ripgrep -------------------------------------------------------------------
+
+
+def rg_command(rg: str, args: GrepArgs, root_arg: str, root_is_file: bool) -> list[str]:
+    cmd = [rg, "--json", "--no-config", "--hidden", "--no-ignore", "--crlf", "--no-messages"]
+    if args.ignore_case:
+        cmd.append("--ignore-case")
+    if args.glob and not root_is_file:
+        cmd += ["--glob", args.glob]
+    # Later globs win in ripgrep, so the skips come after the user's glob.
+    for skipped in sorted(SKIP_DIRS):
+        cmd += ["--glob", f"!{skipped}"]
+    cmd += ["--regexp", args.pattern, "--", root_arg]
+    return cmd
+
+
+async def _search_rg(rg: str, args: GrepArgs, root: Path, ctx: ToolContext) -> list[Match]:
+    cmd = rg_command(rg, args, display_path(ctx, root), root.is_file())
+    proc = await asyncio.create_subprocess_exec(
+        *cmd,
+        cwd=ctx.cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+    # 0: matches, 1: none, 2: an error; --no-messages leaves only fatal ones such
+    # as a bad regex, not unreadable files.
+    if proc.returncode not in (0, 1):
+        message = err.decode("utf-8", errors="replace").strip() or f"exit {proc.returncode}"
+        raise ToolError(f"grep failed for pattern {args.pattern!r}: {message}")
+    return parse_rg_json(out)
+
+
+def parse_rg_json(output: bytes) -> list[Match]:
+    matches: list[Match] = []
+    for raw in output.splitlines():
+        event = json.loads(raw)
+        if event.get("type") != "match":
+            continue
+        data = event["data"]
+        path = os.path.normpath(_rg_text(data["path"]))
+        text = _rg_text(data["lines"]).removesuffix("\n").removesuffix("\r")
+        matches.append(Match(path, int(data["line_number"]), text))
+    return matches
+
+
+def _rg_text(field: dict[str, str]) -> str:
+    # ripgrep sends {"text": ...} for UTF-8 and {"bytes": base64} otherwise.
+    if "text" in field:
+        return field["text"]
+    return base64.b64decode(field["bytes"]).decode("utf-8", errors="replace")

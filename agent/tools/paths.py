@@ -1,0 +1,56 @@
+"""Keeping tool paths inside the workspace, and showing them relative to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.tools.base import ToolContext, ToolError
+
+# Directories no search descends into: VCS data, environments and caches are
+# noise to the model and slow to walk.
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
+
+
+def workspace_roots(ctx: ToolContext) -> list[Path]:
+    return [ctx.cwd.resolve(), *(d.resolve() for d in ctx.extra_dirs)]
+
+
+def resolve_in_workspace(ctx: ToolContext, path: str) -> Path:
+    """Resolve ``path`` (relative to ``ctx.cwd``) and refuse anything outside the workspace.
+
+    Symlinks are followed first, so a link that points outside is refused too.
+    """
+    if not path.strip():
+        raise ToolError("path is empty")
+    try:
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = ctx.cwd / candidate
+        resolved = candidate.resolve()
+    except (OSError, ValueError, RuntimeError) as exc:
+        # ValueError: embedded NUL byte; RuntimeError: symlink loop.
+        raise ToolError(f"invalid path {path}: {exc}") from exc
+    if not any(resolved.is_relative_to(root) for root in workspace_roots(ctx)):
+        raise ToolError(f"path {path} is outside the workspace {ctx.cwd}; add it with --add-dir")
+    return resolved
+
+
+def display_path(ctx: ToolContext, path: Path) -> str:
+    """``path`` relative to the cwd when inside it, so the model can pass it back; else absolute."""
+    try:
+        rel = path.relative_to(ctx.cwd.resolve())
+    except ValueError:
+        return str(path)
+    return rel.as_posix() or "."

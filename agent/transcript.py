@@ -1,0 +1,1012 @@
+"""The transcript: the event stream folded into the blocks a renderer draws.
+
+:class:`Transcript` is an incremental fold. :meth:`Transcript.apply` takes one
+:class:`~agent.events.Event`, updates only the blocks that event touches (found
+through dicts keyed by turn id, message id and tool call id, so each event costs
+O(1) whatever the length of the history) and returns the :class:`Change` list a UI
+needs to redraw just those blocks.
+
+The same fold serves a live session (with the ephemeral events: text deltas,
+usage, partial tool output, ``session.idle``) and a persisted file (without them:
+the ``assistant.message`` carries the full text). Both give the same blocks; after
+a replay call :meth:`Transcript.finish_replay`, since no ``session.idle`` was
+persisted to say the session went quiet.
+
+Odd streams never crash the fold: tool events for a call no assistant message
+announced get a block on the current turn (or a detached one at the top level),
+assistant output outside a turn opens an implied turn, and event types loopdeck
+does not know are kept as :class:`RawBlock`.
+
+Pure Python: no UI imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from agent.events import (
+    AbortData,
+    AssistantMessageData,
+    AssistantMessageDeltaData,
+    AssistantReasoningData,
+    AssistantReasoningDeltaData,
+    AssistantTurnEndData,
+    AssistantTurnRetryData,
+    AssistantTurnStartData,
+    AssistantUsageData,
+    Event,
+    EventData,
+    Mode,
+    PermissionCompletedData,
+    PermissionRequestedData,
+    SessionAutopilotStoppedData,
+    SessionCompactionCompleteData,
+    SessionCompactionStartData,
+    SessionErrorData,
+    SessionIdleData,
+    SessionInfoData,
+    SessionModeChangedData,
+    SessionModelChangeData,
+    SessionResumeData,
+    SessionShutdownData,
+    SessionStartData,
+    SessionTaskCompleteData,
+    SessionWarningData,
+    ToolExecutionCompleteData,
+    ToolExecutionPartialResultData,
+    ToolExecutionStartData,
+    UnknownData,
+    UserMessageData,
+)
+
+TurnStatus = Literal["running", "done", "aborted", "error"]
+ToolStatus = Literal["pending", "running", "success", "failure", "interrupted"]
+NoticeKind = Literal[
+    "info",
+    "warning",
+    "mode",
+    "model",
+    "resume",
+    "compaction",
+    "permission",
+    "autopilot",
+    "shutdown",
+]
+ChangeKind = Literal["added", "updated"]
+
+UNKNOWN_TOOL = "unknown"
+
+# --- helpers -------------------------------------------------------------------
+
+
+def parse_timestamp(value: str | None) -> datetime | None:
+    """Parse an ISO 8601 timestamp (``Z`` accepted); ``None`` if empty or invalid.
+
+    Naive values are taken as UTC so that any two parsed stamps can be subtracted.
+    """
+    if not value:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    secs = (end - start).total_seconds()
+    return secs if secs >= 0 else None
+
+
+def _join(first: str, second: str) -> str:
+    if not first:
+        return second
+    if not second:
+        return first
+    return f"{first}\n\n{second}"
+
+
+def _last_line(chunk: str) -> str | None:
+    for line in reversed(chunk.splitlines()):
+        if line.strip():
+            return line.rstrip()
+    return None
+
+
+_HINTS: dict[str, str] = {
+    "auth": "check your API key (or the provider login) and send again",
+    "rate_limit": "wait and retry, or switch model with --model",
+    "context_limit": "start a new session or shorten the request",
+    "server": "the provider had a problem; send again to retry",
+    "timeout": "the provider had a problem; send again to retry",
+    "bad_request": "the provider rejected the request; rephrase it or switch model with --model",
+}
+_ALIASES: dict[str, str] = {
+    "authentication": "auth",
+    "unauthorized": "auth",
+    "permission_denied": "auth",
+    "rate_limited": "rate_limit",
+    "quota": "rate_limit",
+    "context_length": "context_limit",
+    "context_window": "context_limit",
+    "server_error": "server",
+    "overloaded": "server",
+    "network": "timeout",
+}
+_DEFAULT_HINT = "send again to retry; if it keeps failing, switch model with --model"
+
+
+def error_hint(error_type: str, status_code: int | None = None) -> str:
+    """What the user can do next about an error of ``error_type``.
+
+    Unknown types fall back on the HTTP status code, then on a generic hint.
+    """
+    key = error_type.strip().lower().replace("-", "_")
+    key = _ALIASES.get(key, key)
+    if key in _HINTS:
+        return _HINTS[key]
+    if status_code in (401, 403):
+        return _HINTS["auth"]
+    if status_code == 429:
+        return _HINTS["rate_limit"]
+    if status_code == 413:
+        return _HINTS["context_limit"]
+    if status_code is not None and status_code >= 500:
+        return _HINTS["server"]
+    return _DEFAULT_HINT
+
+
+@dataclass(slots=True)
+class _TextStream:
+    """Text built from streamed deltas, each message's final content replacing them.
+
+    ``committed`` holds finished messages; ``live`` the deltas of the one streaming.
+    """
+
+    committed: str = ""
+    live_id: str | None = None
+    live: str = ""
+    finals: set[str] = field(default_factory=set)
+
+    @property
+    def text(self) -> str:
+        return _join(self.committed, self.live)
+
+    def delta(self, stream_id: str, chunk: str) -> bool:
+        """Append a delta; ``False`` (ignored) if that message already finished."""
+        if stream_id in self.finals:
+            return False
+        if stream_id != self.live_id:
+            # Another message starts: an unfinished earlier one is kept as it was.
+            self.committed = self.text
+            self.live_id, self.live = stream_id, ""
+        self.live += chunk
+        return True
+
+    def final(self, stream_id: str, content: str) -> bool:
+        """Set a message's full content; ``False`` for a repeated final.
+
+        The final replaces the deltas streaming now, whatever their id (the loop
+        gives a reasoning's final a fresh id).
+        """
+        if stream_id in self.finals:
+            return False
+        self.live_id, self.live = None, ""
+        self.finals.add(stream_id)
+        self.committed = _join(self.committed, content)
+        return True
+
+    def discard_live(self) -> bool:
+        """Drop the deltas of a message that will not finish (a retried call)."""
+        if self.live_id is None:
+            return False
+        self.live_id, self.live = None, ""
+        return True
+
+
+# --- blocks ----------------------------------------------------------------------
+#
+# Blocks are mutable and compared by identity (eq=False): a UI can key widgets by
+# the block object or by its ``block_id``, unique within a transcript.
+
+
+@dataclass(slots=True, eq=False)
+class UserBlock:
+    block_id: int
+    content: str
+    is_nudge: bool = False
+    nudge_number: int | None = None  # k-th nudge since the last typed message
+    mode: Mode | None = None
+    source: str | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ToolCallBlock:
+    block_id: int
+    tool_call_id: str
+    name: str
+    arguments: Any = None
+    status: ToolStatus = "pending"
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    last_line: str | None = None  # last line of partial output, while running
+    result: str | None = None
+    detailed_content: str | None = None
+    error: str | None = None
+    permission: str | None = None  # "requested", then the result kind ("approved"...)
+    turn_number: int | None = None  # the owning turn; None for a detached call
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end, once both are known."""
+        return _seconds(self.started_at, self.ended_at)
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in ("pending", "running")
+
+
+@dataclass(slots=True, eq=False)
+class TurnBlock:
+    block_id: int
+    number: int  # 1..n across the session
+    turn_id: str | None
+    model: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    status: TurnStatus = "running"
+    text: str = ""
+    reasoning: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    retries: int = 0  # model calls retried within this turn
+    retry_reason: str | None = None  # why the last retry happened
+    tools: list[ToolCallBlock] = field(default_factory=list)
+    _text: _TextStream = field(default_factory=_TextStream, repr=False)
+    _reasoning: _TextStream = field(default_factory=_TextStream, repr=False)
+    _usage_seen: bool = field(default=False, repr=False)
+    _interrupted: bool = field(default=False, repr=False)  # a tool call was cut short
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from turn start to its end, once ended."""
+        return _seconds(self.started_at, self.ended_at)
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+
+@dataclass(slots=True, eq=False)
+class TaskCompleteBlock:
+    block_id: int
+    summary: str | None = None
+    success: bool | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ErrorBlock:
+    block_id: int
+    error_type: str
+    message: str
+    hint: str
+    status_code: int | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(slots=True, eq=False)
+class AbortBlock:
+    block_id: int
+    reason: str = "user_initiated"
+    timestamp: datetime | None = None
+
+
+@dataclass(slots=True, eq=False)
+class NoticeBlock:
+    block_id: int
+    kind: NoticeKind
+    message: str
+    subtype: str | None = None  # info_type / warning_type / permission kind
+    tip: str | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(slots=True, eq=False)
+class RawBlock:
+    """An event loopdeck does not know (or whose data did not fit), kept verbatim."""
+
+    block_id: int
+    type: str
+    data: dict[str, Any]
+    timestamp: datetime | None = None
+
+
+Block: TypeAlias = (
+    UserBlock
+    | TurnBlock
+    | ToolCallBlock
+    | TaskCompleteBlock
+    | ErrorBlock
+    | AbortBlock
+    | NoticeBlock
+    | RawBlock
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One block added or updated by an event.
+
+    ``parent`` is the owning turn when ``item`` is a :class:`ToolCallBlock` nested
+    in a turn; ``None`` for top-level blocks (in ``Transcript.items``).
+    """
+
+    kind: ChangeKind
+    item: Block
+    parent: TurnBlock | None = None
+
+
+def _dedupe(changes: list[Change]) -> list[Change]:
+    """One change per block; an ``added`` wins over later ``updated`` ones."""
+    if len(changes) < 2:
+        return changes
+    out: list[Change] = []
+    for change in changes:
+        if not any(seen.item is change.item for seen in out):
+            out.append(change)
+    return out
+
+
+# --- the fold -------------------------------------------------------------------------
+
+
+class Transcript:
+    """The session as renderers need it, folded one event at a time.
+
+    ``items`` holds the top-level blocks in timeline order; tool calls are nested
+    in their :class:`TurnBlock` (``TurnBlock.tools``) unless detached.
+
+    The per-send state (``aborted``, ``task_completed``, ``task_summary``,
+    ``autopilot_stopped``, ``last_error``, ``nudges_used`` and the final answer) is
+    reset by each typed (non-nudge) user message; the other counters cover the
+    whole session.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[Block] = []
+        # session
+        self.session_id: str | None = None
+        self.cwd: str | None = None
+        self.branch: str | None = None
+        self.model: str | None = None
+        self.mode: Mode | None = None
+        self.busy: bool = False
+        self.events: int = 0  # events applied
+        # session-wide counters
+        self.turns: int = 0
+        self.tool_calls: int = 0
+        self.input_tokens: int = 0
+        self.output_tokens: int = 0
+        self.cost: float = 0.0
+        self.nudges_total: int = 0
+        # per send
+        self.nudges_used: int = 0
+        self.task_completed: bool = False
+        self.task_summary: str | None = None
+        self.aborted: bool = False
+        self.autopilot_stopped: bool = False  # autopilot gave up (cap) without task_complete
+        self.last_error: ErrorBlock | None = None
+        # indexes: everything an event can touch is found without a scan
+        self._next_block_id = 0
+        self._open_turn: TurnBlock | None = None
+        self._last_turn: TurnBlock | None = None
+        self._recent_turn: TurnBlock | None = None  # last turn since the last user message
+        self._answer_turn: TurnBlock | None = None
+        self._turns_by_id: dict[str, TurnBlock] = {}
+        self._turns_by_message: dict[str, TurnBlock] = {}
+        self._turns_by_reasoning: dict[str, TurnBlock] = {}
+        self._tools: dict[str, ToolCallBlock] = {}
+        self._tool_turn: dict[str, TurnBlock | None] = {}
+        self._open_tools: dict[str, ToolCallBlock] = {}
+        self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
+        self._compaction: NoticeBlock | None = None
+
+    # --- public API -----------------------------------------------------------------
+
+    def apply(self, event: Event) -> list[Change]:
+        """Fold one event in; return the blocks it added or updated."""
+        self.events += 1
+        ts = parse_timestamp(event.timestamp)
+        changes: list[Change]
+        match event.data:
+            case UserMessageData() as d:
+                changes = self._user_message(d, ts)
+            case AssistantTurnStartData() as d:
+                changes = self._turn_start(d, ts)
+            case AssistantMessageDeltaData() as d:
+                changes = self._message_delta(d, ts)
+            case AssistantMessageData() as d:
+                changes = self._message(d, ts)
+            case AssistantReasoningDeltaData() as d:
+                changes = self._reasoning_delta(d, ts)
+            case AssistantReasoningData() as d:
+                changes = self._reasoning(d, ts)
+            case AssistantUsageData() as d:
+                changes = self._usage(d)
+            case AssistantTurnEndData() as d:
+                changes = self._turn_end(d, ts)
+            case AssistantTurnRetryData() as d:
+                turn = self._turns_by_id.get(d.turn_id) or self._open_turn
+                if turn is None:
+                    msg = d.reason or "model call retried"
+                    notice = NoticeBlock(
+                        self._new_id(), "warning", msg, subtype="model_retry", timestamp=ts
+                    )
+                    changes = [self._add(notice)]
+                else:
+                    changes = self._retry(turn, d.reason)
+            case ToolExecutionStartData() as d:
+                changes = self._tool_start(d, ts)
+            case ToolExecutionPartialResultData() as d:
+                changes = self._tool_partial(d)
+            case ToolExecutionCompleteData() as d:
+                changes = self._tool_complete(d, ts)
+            case PermissionRequestedData() as d:
+                changes = self._permission_requested(d, ts)
+            case PermissionCompletedData() as d:
+                changes = self._permission_completed(d, ts)
+            case SessionIdleData() as d:
+                changes = self._idle(d, ts)
+            case SessionTaskCompleteData() as d:
+                changes = self._task_complete(d, ts)
+            case SessionErrorData() as d:
+                changes = self._error(d, ts)
+            case AbortData() as d:
+                changes = self._abort(d, ts)
+            case SessionStartData() as d:
+                changes = self._session_start(d)
+            case SessionResumeData() as d:
+                changes = self._resume(d, ts)
+            case SessionModeChangedData() as d:
+                self.mode = d.new_mode
+                msg = f"mode: {d.previous_mode} → {d.new_mode}"
+                changes = [self._add(NoticeBlock(self._new_id(), "mode", msg, timestamp=ts))]
+            case SessionModelChangeData() as d:
+                self.model = d.new_model
+                msg = f"model: {d.previous_model or '?'} → {d.new_model}"
+                changes = [self._add(NoticeBlock(self._new_id(), "model", msg, timestamp=ts))]
+            case SessionInfoData() as d:
+                notice = NoticeBlock(
+                    self._new_id(), "info", d.message, subtype=d.info_type, tip=d.tip, timestamp=ts
+                )
+                changes = [self._add(notice)]
+            case SessionWarningData() as d:
+                changes = self._warning(d, ts)
+            case SessionCompactionStartData() as d:
+                changes = self._compaction_start(d, ts)
+            case SessionCompactionCompleteData() as d:
+                changes = self._compaction_complete(d, ts)
+            case SessionAutopilotStoppedData() as d:
+                self.autopilot_stopped = True
+                notice = NoticeBlock(
+                    self._new_id(), "autopilot", d.reason, subtype="stopped", timestamp=ts
+                )
+                changes = [self._add(notice)]
+            case SessionShutdownData() as d:
+                changes = self._shutdown(d, ts)
+            case UnknownData() as d:
+                changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
+            case _:
+                changes = [self._raw(event.type, event.data, ts)]
+        return _dedupe(changes)
+
+    def finish_replay(self) -> None:
+        """Settle ``busy`` after a persisted stream (which has no ``session.idle``).
+
+        The session counts as idle unless work is visibly pending: a turn still
+        running, a tool call not finished, or a user message no turn answered yet.
+        """
+        self.busy = (
+            self._open_turn is not None
+            or bool(self._open_tools)
+            or (bool(self.items) and isinstance(self.items[-1], UserBlock))
+        )
+
+    def final_text(self) -> str | None:
+        """The answer of the latest send.
+
+        The ``session.task_complete`` summary when there is one (autopilot), else
+        the text of the last finished turn that made no tool requests.
+        """
+        if self.task_completed and self.task_summary:
+            return self.task_summary
+        turn = self._answer_turn
+        if turn is None or turn.tools or turn.status in ("aborted", "error"):
+            return None
+        return turn.text or None
+
+    @property
+    def final_answer(self) -> str | None:
+        """Same as :meth:`final_text`."""
+        return self.final_text()
+
+    @property
+    def current_turn(self) -> TurnBlock | None:
+        """The turn running now, if any."""
+        return self._open_turn
+
+    def get_turn(self, turn_id: str) -> TurnBlock | None:
+        """The latest turn with this id (ids may repeat across sends)."""
+        return self._turns_by_id.get(turn_id)
+
+    def get_tool(self, tool_call_id: str) -> ToolCallBlock | None:
+        return self._tools.get(tool_call_id)
+
+    # --- block bookkeeping ------------------------------------------------------------
+
+    def _new_id(self) -> int:
+        self._next_block_id += 1
+        return self._next_block_id
+
+    def _add(self, block: Block) -> Change:
+        self.items.append(block)
+        return Change("added", block)
+
+    def _raw(self, etype: str, data: EventData, ts: datetime | None) -> Change:
+        return self._add(RawBlock(self._new_id(), etype, data.wire(), ts))
+
+    def _new_turn(self, turn_id: str | None, model: str | None, ts: datetime | None) -> TurnBlock:
+        self.turns += 1
+        if model:
+            self.model = model
+        turn = TurnBlock(
+            self._new_id(), self.turns, turn_id or None, model=model or self.model, started_at=ts
+        )
+        self.items.append(turn)
+        self._open_turn = self._last_turn = self._recent_turn = turn
+        if turn_id:
+            self._turns_by_id[turn_id] = turn
+        self.busy = True
+        return turn
+
+    def _turn_for(
+        self,
+        turn_id: str | None,
+        ts: datetime | None,
+        by_stream: dict[str, TurnBlock] | None = None,
+        stream_id: str | None = None,
+    ) -> tuple[TurnBlock, list[Change]]:
+        """The turn an assistant event belongs to; opens an implied one if none."""
+        turn: TurnBlock | None = None
+        if turn_id:
+            turn = self._turns_by_id.get(turn_id)
+        if turn is None and by_stream is not None and stream_id is not None:
+            turn = by_stream.get(stream_id)
+        if turn is None:
+            turn = self._open_turn
+        if turn is not None:
+            return turn, []
+        turn = self._new_turn(turn_id, None, ts)
+        return turn, [Change("added", turn)]
+
+    def _tool_for(
+        self, tool_call_id: str, turn: TurnBlock | None, name: str | None
+    ) -> tuple[ToolCallBlock, TurnBlock | None, list[Change]]:
+        """The block of a tool call; created on ``turn`` (else the open turn, else
+        detached at the top level) when no event announced it before."""
+        tool = self._tools.get(tool_call_id)
+        if tool is not None:
+            return tool, self._tool_turn[tool_call_id], []
+        parent = turn if turn is not None else self._open_turn
+        tool = ToolCallBlock(
+            self._new_id(),
+            tool_call_id,
+            name or UNKNOWN_TOOL,
+            turn_number=parent.number if parent is not None else None,
+        )
+        self._tools[tool_call_id] = tool
+        self._tool_turn[tool_call_id] = parent
+        self._open_tools[tool_call_id] = tool
+        self.tool_calls += 1
+        if parent is not None:
+            parent.tools.append(tool)
+        else:
+            self.items.append(tool)
+        return tool, parent, [Change("added", tool, parent)]
+
+    def _tool_change(self, tool: ToolCallBlock) -> Change:
+        return Change("updated", tool, self._tool_turn.get(tool.tool_call_id))
+
+    def _interrupt(
+        self, ts: datetime | None, turn_status: TurnStatus, *, recent: bool = True
+    ) -> list[Change]:
+        """Close what is still open after an abort or error.
+
+        Open tool calls become interrupted. The turn takes ``turn_status``: the
+        open one, else (``recent``) the last turn of this send, since the loop ends
+        a turn (``assistant.turn_end``) before it reports the abort or error.
+        """
+        changes: list[Change] = []
+        for tool in self._open_tools.values():
+            self._mark_interrupted(tool)
+            if tool.ended_at is None and tool.started_at is not None:
+                tool.ended_at = ts
+            changes.append(self._tool_change(tool))
+        self._open_tools.clear()
+        turn = self._open_turn or (self._recent_turn if recent else None)
+        self._open_turn = None
+        if turn is not None and turn.status in ("running", "done"):
+            turn.status = turn_status
+            if turn.ended_at is None:
+                turn.ended_at = ts
+            changes.append(Change("updated", turn))
+        return changes
+
+    def _mark_interrupted(self, tool: ToolCallBlock) -> None:
+        tool.status = "interrupted"
+        tool.last_line = None
+        parent = self._tool_turn.get(tool.tool_call_id)
+        if parent is not None:
+            parent._interrupted = True
+
+    def _retry(self, turn: TurnBlock, reason: str | None) -> list[Change]:
+        """A model call of ``turn`` is retried: what the failed attempt streamed goes."""
+        turn.retries += 1
+        turn.retry_reason = reason
+        if turn._text.discard_live():
+            turn.text = turn._text.text
+        if turn._reasoning.discard_live():
+            turn.reasoning = turn._reasoning.text
+        return [Change("updated", turn)]
+
+    def _set_turn_usage(
+        self,
+        turn: TurnBlock,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cost: float | None,
+    ) -> None:
+        """Set a turn's usage and move the session totals by the difference."""
+        self.input_tokens += (input_tokens or 0) - (turn.input_tokens or 0)
+        self.output_tokens += (output_tokens or 0) - (turn.output_tokens or 0)
+        self.cost += (cost or 0.0) - (turn.cost or 0.0)
+        turn.input_tokens, turn.output_tokens, turn.cost = input_tokens, output_tokens, cost
+
+    # --- handlers ---------------------------------------------------------------------
+
+    def _user_message(self, d: UserMessageData, ts: datetime | None) -> list[Change]:
+        nudge = bool(d.is_autopilot_continuation)
+        if nudge:
+            self.nudges_used += 1
+            self.nudges_total += 1
+        else:
+            self.nudges_used = 0
+            self.task_completed = False
+            self.task_summary = None
+            self.aborted = False
+            self.autopilot_stopped = False
+            self.last_error = None
+            self._answer_turn = None
+        self._recent_turn = None
+        if d.agent_mode is not None:
+            self.mode = d.agent_mode
+        self.busy = True
+        block = UserBlock(
+            self._new_id(),
+            d.content,
+            is_nudge=nudge,
+            nudge_number=self.nudges_used if nudge else None,
+            mode=self.mode,
+            source=d.source,
+            timestamp=ts,
+        )
+        return [self._add(block)]
+
+    def _turn_start(self, d: AssistantTurnStartData, ts: datetime | None) -> list[Change]:
+        changes: list[Change] = []
+        previous = self._open_turn
+        if previous is not None:
+            # A turn that never ended: the new one supersedes it.
+            previous.status = "done"
+            if previous.ended_at is None:
+                previous.ended_at = ts
+            changes.append(Change("updated", previous))
+        turn = self._new_turn(d.turn_id, d.model, ts)
+        changes.append(Change("added", turn))
+        return changes
+
+    def _turn_end(self, d: AssistantTurnEndData, ts: datetime | None) -> list[Change]:
+        turn = self._turns_by_id.get(d.turn_id) or self._open_turn
+        if turn is None:
+            return []
+        if turn.status == "running":
+            turn.status = "aborted" if turn._interrupted else "done"
+            turn.ended_at = ts
+        elif turn.ended_at is None:
+            turn.ended_at = ts
+        if d.model and not turn.model:
+            turn.model = d.model
+        if turn is self._open_turn:
+            self._open_turn = None
+        if turn.status == "done" and not turn.tools:
+            self._answer_turn = turn
+        return [Change("updated", turn)]
+
+    def _message_delta(self, d: AssistantMessageDeltaData, ts: datetime | None) -> list[Change]:
+        turn, changes = self._turn_for(None, ts, self._turns_by_message, d.message_id)
+        self._turns_by_message[d.message_id] = turn
+        if turn._text.delta(d.message_id, d.delta_content):
+            turn.text = turn._text.text
+            changes.append(Change("updated", turn))
+        return changes
+
+    def _message(self, d: AssistantMessageData, ts: datetime | None) -> list[Change]:
+        turn, changes = self._turn_for(d.turn_id, ts, self._turns_by_message, d.message_id)
+        self._turns_by_message[d.message_id] = turn
+        if turn._text.final(d.message_id, d.content):
+            turn.text = turn._text.text
+        if d.model:
+            turn.model = turn.model or d.model
+            self.model = d.model
+        if d.output_tokens is not None and not turn._usage_seen:
+            self._set_turn_usage(turn, turn.input_tokens, d.output_tokens, turn.cost)
+        changes.append(Change("updated", turn))
+        for request in d.tool_requests or []:
+            tool, _parent, added = self._tool_for(request.tool_call_id, turn, request.name)
+            if request.name:
+                tool.name = request.name
+            if request.arguments is not None:
+                tool.arguments = request.arguments
+            changes.extend(added or [self._tool_change(tool)])
+        if not d.tool_requests and not turn.tools:
+            self._answer_turn = turn
+        return changes
+
+    def _reasoning_delta(self, d: AssistantReasoningDeltaData, ts: datetime | None) -> list[Change]:
+        turn, changes = self._turn_for(None, ts, self._turns_by_reasoning, d.reasoning_id)
+        self._turns_by_reasoning[d.reasoning_id] = turn
+        if turn._reasoning.delta(d.reasoning_id, d.delta_content):
+            turn.reasoning = turn._reasoning.text
+            changes.append(Change("updated", turn))
+        return changes
+
+    def _reasoning(self, d: AssistantReasoningData, ts: datetime | None) -> list[Change]:
+        turn, changes = self._turn_for(None, ts, self._turns_by_reasoning, d.reasoning_id)
+        self._turns_by_reasoning[d.reasoning_id] = turn
+        if turn._reasoning.final(d.reasoning_id, d.content):
+            turn.reasoning = turn._reasoning.text
+            changes.append(Change("updated", turn))
+        return changes
+
+    def _usage(self, d: AssistantUsageData) -> list[Change]:
+        turn = self._open_turn or self._last_turn
+        if turn is None:
+            self.input_tokens += d.input_tokens or 0
+            self.output_tokens += d.output_tokens or 0
+            self.cost += d.cost or 0.0
+            return []
+        if not turn._usage_seen:
+            # Usage supersedes the output count the assistant.message carried.
+            turn._usage_seen = True
+            self._set_turn_usage(turn, None, None, None)
+
+        def plus(a: int | None, b: int | None) -> int | None:
+            return a if b is None else (a or 0) + b
+
+        cost = turn.cost if d.cost is None else (turn.cost or 0.0) + d.cost
+        self._set_turn_usage(
+            turn,
+            plus(turn.input_tokens, d.input_tokens),
+            plus(turn.output_tokens, d.output_tokens),
+            cost,
+        )
+        if not turn.model:
+            turn.model = d.model
+        return [Change("updated", turn)]
+
+    def _tool_start(self, d: ToolExecutionStartData, ts: datetime | None) -> list[Change]:
+        turn = self._turns_by_id.get(d.turn_id) if d.turn_id else None
+        tool, _parent, changes = self._tool_for(d.tool_call_id, turn, d.tool_name)
+        if d.tool_name:
+            tool.name = d.tool_name
+        if d.arguments is not None:
+            tool.arguments = d.arguments
+        if tool.status == "pending":
+            tool.status = "running"
+        if tool.started_at is None:
+            tool.started_at = ts
+        return changes or [self._tool_change(tool)]
+
+    def _tool_partial(self, d: ToolExecutionPartialResultData) -> list[Change]:
+        tool, _parent, changes = self._tool_for(d.tool_call_id, None, None)
+        if tool.finished:
+            return changes  # late output of a call already closed
+        tool.status = "running"
+        line = _last_line(d.partial_output)
+        if line is not None:
+            tool.last_line = line
+        return changes or [self._tool_change(tool)]
+
+    def _tool_complete(self, d: ToolExecutionCompleteData, ts: datetime | None) -> list[Change]:
+        turn = self._turns_by_id.get(d.turn_id) if d.turn_id else None
+        tool, _parent, changes = self._tool_for(d.tool_call_id, turn, None)
+        if d.success:
+            tool.status = "success"
+        elif d.error is not None and d.error.code == "interrupted":
+            self._mark_interrupted(tool)
+        elif tool.status != "interrupted":
+            tool.status = "failure"
+        tool.ended_at = ts
+        tool.last_line = None
+        if d.result is not None:
+            tool.result = d.result.content
+            tool.detailed_content = d.result.detailed_content
+        if d.error is not None:
+            tool.error = d.error.message
+        self._open_tools.pop(d.tool_call_id, None)
+        return changes or [self._tool_change(tool)]
+
+    def _permission_requested(
+        self, d: PermissionRequestedData, ts: datetime | None
+    ) -> list[Change]:
+        call_id = d.permission_request.get("toolCallId")
+        tool = self._tools.get(call_id) if isinstance(call_id, str) else None
+        if tool is not None:
+            tool.permission = "requested"
+            self._permissions[d.request_id] = tool
+            return [self._tool_change(tool)]
+        kind = str(d.permission_request.get("kind") or "permission")
+        notice = NoticeBlock(
+            self._new_id(),
+            "permission",
+            f"{kind}: permission requested",
+            subtype=kind,
+            timestamp=ts,
+        )
+        self._permissions[d.request_id] = notice
+        return [self._add(notice)]
+
+    def _permission_completed(
+        self, d: PermissionCompletedData, ts: datetime | None
+    ) -> list[Change]:
+        outcome = str(d.result.get("kind") or "completed")
+        target = self._permissions.pop(d.request_id, None)
+        if target is None and d.tool_call_id:
+            target = self._tools.get(d.tool_call_id)
+        match target:
+            case ToolCallBlock():
+                target.permission = outcome
+                return [self._tool_change(target)]
+            case NoticeBlock():
+                target.message = f"{target.subtype or 'permission'}: {outcome}"
+                return [Change("updated", target)]
+            case _:
+                notice = NoticeBlock(
+                    self._new_id(), "permission", f"permission: {outcome}", timestamp=ts
+                )
+                return [self._add(notice)]
+
+    def _idle(self, d: SessionIdleData, ts: datetime | None) -> list[Change]:
+        self.busy = False
+        if d.mode is not None:
+            self.mode = d.mode
+        if d.aborted:
+            self.aborted = True
+            return self._interrupt(ts, "aborted")
+        return []
+
+    def _task_complete(self, d: SessionTaskCompleteData, ts: datetime | None) -> list[Change]:
+        self.task_completed = True
+        self.task_summary = d.summary
+        return [self._add(TaskCompleteBlock(self._new_id(), d.summary, d.success, ts))]
+
+    def _error(self, d: SessionErrorData, ts: datetime | None) -> list[Change]:
+        block = ErrorBlock(
+            self._new_id(),
+            d.error_type,
+            d.message,
+            error_hint(d.error_type, d.status_code),
+            status_code=d.status_code,
+            timestamp=ts,
+        )
+        self.last_error = block
+        return [*self._interrupt(ts, "error"), self._add(block)]
+
+    def _abort(self, d: AbortData, ts: datetime | None) -> list[Change]:
+        self.aborted = True
+        return [
+            *self._interrupt(ts, "aborted"),
+            self._add(AbortBlock(self._new_id(), d.reason, ts)),
+        ]
+
+    def _session_start(self, d: SessionStartData) -> list[Change]:
+        self.session_id = d.session_id
+        if d.selected_model:
+            self.model = d.selected_model
+        if d.context is not None:
+            self.cwd, self.branch = d.context.cwd, d.context.branch
+        return []
+
+    def _resume(self, d: SessionResumeData, ts: datetime | None) -> list[Change]:
+        # Whatever the previous process left open will never finish; a turn it
+        # closed on restart without any reply was cut short too.
+        changes = self._interrupt(ts, "aborted", recent=False)
+        turn = self._recent_turn
+        if turn is not None and turn.status == "done" and not turn._text.finals:
+            turn.status = "aborted"
+            changes.append(Change("updated", turn))
+        self.busy = False
+        if d.selected_model:
+            self.model = d.selected_model
+        if d.context is not None:
+            self.cwd, self.branch = d.context.cwd, d.context.branch
+        msg = f"session resumed ({d.event_count} events)"
+        changes.append(self._add(NoticeBlock(self._new_id(), "resume", msg, timestamp=ts)))
+        return changes
+
+    def _warning(self, d: SessionWarningData, ts: datetime | None) -> list[Change]:
+        notice = NoticeBlock(
+            self._new_id(), "warning", d.message, subtype=d.warning_type, timestamp=ts
+        )
+        changes = [self._add(notice)]
+        if d.warning_type == "model_retry" and self._open_turn is not None:
+            changes.extend(self._retry(self._open_turn, d.message))
+        return changes
+
+    def _compaction_start(self, d: SessionCompactionStartData, ts: datetime | None) -> list[Change]:
+        msg = "compacting the context"
+        if d.current_tokens is not None and d.token_limit:
+            msg += f" ({d.current_tokens}/{d.token_limit} tokens)"
+        notice = NoticeBlock(self._new_id(), "compaction", msg, timestamp=ts)
+        self._compaction = notice
+        return [self._add(notice)]
+
+    def _compaction_complete(
+        self, d: SessionCompactionCompleteData, ts: datetime | None
+    ) -> list[Change]:
+        if d.success:
+            msg = "context compacted"
+            if d.messages_removed is not None:
+                msg += f" ({d.messages_removed} messages removed)"
+        else:
+            msg = f"compaction failed: {d.error or 'unknown error'}"
+        notice, self._compaction = self._compaction, None
+        if notice is None:
+            return [self._add(NoticeBlock(self._new_id(), "compaction", msg, timestamp=ts))]
+        notice.message = msg
+        return [Change("updated", notice)]
+
+    def _shutdown(self, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
+        self.busy = False
+        msg = f"session ended ({d.shutdown_type})"
+        changed = d.code_changes
+        if changed.files_modified:
+            msg += (
+                f": {len(changed.files_modified)} file(s) changed,"
+                f" +{changed.lines_added} -{changed.lines_removed}"
+            )
+        return [self._add(NoticeBlock(self._new_id(), "shutdown", msg, timestamp=ts))]
+
+
+def fold(events: Iterable[Event], *, replay: bool = False) -> Transcript:
+    """Fold ``events`` into a new :class:`Transcript`.
+
+    ``replay=True`` (a persisted file) calls :meth:`Transcript.finish_replay` at
+    the end so ``busy`` reflects the file rather than the last user message.
+    """
+    transcript = Transcript()
+    for event in events:
+        transcript.apply(event)
+    if replay:
+        transcript.finish_replay()
+    return transcript
