@@ -139,6 +139,13 @@ class SessionShutdownData(EventData):
     model_metrics: dict[str, Any] = Field(default_factory=dict)
 
 
+class SessionAutopilotStoppedData(EventData):
+    """Autopilot stopped continuing without task_complete (e.g. at its cap)."""
+
+    TYPE = "session.autopilot_stopped"
+    reason: str
+
+
 class AbortData(EventData):
     TYPE = "abort"
     reason: Literal["user_initiated", "remote_command", "user_abort"] = "user_initiated"
@@ -159,6 +166,15 @@ class AssistantTurnStartData(EventData):
     TYPE = "assistant.turn_start"
     turn_id: str
     model: str | None = None
+
+
+class AssistantTurnRetryData(EventData):
+    """A model call in this turn failed with a retryable error and is retried."""
+
+    TYPE = "assistant.turn_retry"
+    turn_id: str
+    model: str | None = None
+    reason: str | None = None
 
 
 class AssistantTurnEndData(EventData):
@@ -293,8 +309,10 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionCompactionStartData,
         SessionCompactionCompleteData,
         SessionShutdownData,
+        SessionAutopilotStoppedData,
         AbortData,
         UserMessageData,
+        AssistantTurnRetryData,
         AssistantTurnStartData,
         AssistantTurnEndData,
         AssistantMessageDeltaData,

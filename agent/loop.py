@@ -1,0 +1,350 @@
+"""The tool-use loop: one model call per turn, tools between, autopilot nudges.
+
+One iteration is one LLM call and one ``assistant.turn_start``/``turn_end`` pair.
+A reply with tool requests runs them and feeds their results to the next turn; a
+reply without is the final answer. In autopilot, ending without ``task_complete``
+injects a nudge (a ``user.message`` with ``isAutopilotContinuation``), up to a cap.
+Whatever happens, :meth:`TurnLoop.run` returns and the caller emits ``session.idle``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent.events import (
+    AbortData,
+    AssistantMessageData,
+    AssistantMessageDeltaData,
+    AssistantReasoningData,
+    AssistantReasoningDeltaData,
+    AssistantTurnEndData,
+    AssistantTurnRetryData,
+    AssistantTurnStartData,
+    AssistantUsageData,
+    Event,
+    EventData,
+    Mode,
+    SessionAutopilotStoppedData,
+    SessionErrorData,
+    SessionTaskCompleteData,
+    ToolErrorPayload,
+    ToolExecutionCompleteData,
+    ToolExecutionPartialResultData,
+    ToolExecutionStartData,
+    ToolRequest,
+    ToolResultPayload,
+    UserMessageData,
+)
+from agent.history import History
+from agent.models.base import (
+    ModelClient,
+    ModelReply,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+)
+from agent.tools.base import ToolContext, ToolResult
+from agent.tools.registry import ToolRegistry, execute
+
+NUDGE = (
+    "You have not yet marked the task as complete using the task_complete tool. "
+    "If you were planning, stop planning and start implementing. "
+    "You aren't done until you have fully completed the task.\n\n"
+    "Do not call task_complete while you still have open questions: decide and keep "
+    "working. Do not call it when you have only hit an error: try to resolve it. "
+    "Do not call it while steps remain: finish them first."
+)
+DEFAULT_MAX_CONTINUES = 5
+INTERRUPTED = "Interrupted: the user aborted this tool call before it finished."
+
+
+class LoopHost(Protocol):
+    """What the loop needs from its session."""
+
+    history: History
+    model: ModelClient
+
+    @property
+    def mode(self) -> Mode: ...
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls so far in the session (turn starts + retries), persisted."""
+        ...
+
+    @property
+    def max_autopilot_continues(self) -> int: ...
+
+    def emit(self, data: EventData) -> Event: ...
+
+    def tools(self) -> ToolRegistry: ...
+
+    def tool_context(self, report_progress: Any) -> ToolContext: ...
+
+    def system_prompt(self) -> str: ...
+
+
+@dataclass(slots=True)
+class LoopOutcome:
+    """How one ``send`` ended. ``final_text`` is the last reply without tools."""
+
+    final_text: str | None = None
+    task_complete: bool = False
+    summary: str | None = None
+    stopped_at_cap: bool = False
+    aborted: bool = False
+    error: SessionErrorData | None = None
+    turns: int = 0
+    nudges: int = 0
+
+
+class _TurnAborted(Exception):
+    """Raised inside a turn after its cleanup events, to end the loop as aborted."""
+
+
+class TurnLoop:
+    def __init__(self, host: LoopHost) -> None:
+        self.host = host
+        self.outcome = LoopOutcome()
+
+    async def run(self, prompt: str) -> LoopOutcome:
+        host = self.host
+        host.emit(UserMessageData(content=prompt, agent_mode=host.mode))
+        try:
+            while True:
+                if await self._run_until_final():
+                    break
+                if host.mode != "autopilot":
+                    break
+                if self.outcome.nudges >= host.max_autopilot_continues:
+                    self.outcome.stopped_at_cap = True
+                    host.emit(
+                        SessionAutopilotStoppedData(
+                            reason=(
+                                f"continuation cap reached: {self.outcome.nudges} nudges "
+                                "without task_complete"
+                            )
+                        )
+                    )
+                    break
+                self.outcome.nudges += 1
+                host.emit(
+                    UserMessageData(
+                        content=NUDGE, agent_mode="autopilot", is_autopilot_continuation=True
+                    )
+                )
+        except (_TurnAborted, asyncio.CancelledError):
+            self.outcome.aborted = True
+            host.emit(AbortData(reason="user_initiated"))
+        except ProviderError as exc:
+            self._fail(
+                SessionErrorData(
+                    error_type=exc.error_type, message=exc.message, status_code=exc.status_code
+                )
+            )
+        except Exception as exc:  # a bug must still end with idle, and say what broke
+            self._fail(
+                SessionErrorData(error_type="internal", message=f"{type(exc).__name__}: {exc}")
+            )
+        return self.outcome
+
+    def _fail(self, error: SessionErrorData) -> None:
+        self.outcome.error = error
+        self.host.emit(error)
+
+    async def _run_until_final(self) -> bool:
+        """Run turns until a reply without tool requests. True if task_complete ran."""
+        while True:
+            requested_tools, completed = await self._turn()
+            if completed:
+                return True
+            if not requested_tools:
+                return False
+
+    async def _turn(self) -> tuple[bool, bool]:
+        host = self.host
+        turn_id = str(host.model_calls)
+        model = host.model.name
+        host.emit(AssistantTurnStartData(turn_id=turn_id, model=model))
+        self.outcome.turns += 1
+        pending: list[ToolRequest] = []
+        completed = False
+        self._message_sent = False
+        try:
+            reply = await self._call_model(turn_id)
+            requests = [_tool_request(call) for call in reply.tool_calls]
+            if reply.reasoning:
+                host.emit(AssistantReasoningData(reasoning_id=_new_id(), content=reply.reasoning))
+            usage = reply.usage
+            host.emit(
+                AssistantMessageData(
+                    message_id=self._message_id,
+                    content=reply.text,
+                    tool_requests=requests or None,
+                    turn_id=turn_id,
+                    model=model,
+                    output_tokens=usage.output_tokens if usage else None,
+                )
+            )
+            self._message_sent = True
+            if usage is not None:
+                host.emit(
+                    AssistantUsageData(
+                        model=model,
+                        input_tokens=usage.input_tokens,
+                        output_tokens=usage.output_tokens,
+                        cost=usage.cost,
+                    )
+                )
+            if not requests:
+                self.outcome.final_text = reply.text
+            pending = list(requests)
+            while pending:
+                request = pending[0]
+                result = await self._run_tool(request, turn_id)
+                pending.pop(0)
+                if request.name == "task_complete" and result.success:
+                    summary = _summary_of(request.arguments)
+                    host.emit(SessionTaskCompleteData(summary=summary, success=True))
+                    self.outcome.task_complete = True
+                    self.outcome.summary = summary
+                    completed = True
+            return bool(requests), completed
+        except asyncio.CancelledError:
+            self._interrupt(pending, turn_id)
+            raise _TurnAborted from None
+        finally:
+            host.emit(AssistantTurnEndData(turn_id=turn_id, model=model))
+
+    async def _call_model(self, turn_id: str) -> ModelReply:
+        host = self.host
+        policy = host.model.retry_policy
+        attempt = 0
+        while True:
+            self._message_id = _new_id()
+            self._partial_text = ""
+            index = host.model_calls - 1
+            try:
+                return await self._stream(index)
+            except ProviderError as exc:
+                if not exc.retryable or attempt >= policy.max_retries:
+                    raise
+                delay = policy.delay(attempt, exc.retry_after)
+                attempt += 1
+                host.emit(
+                    AssistantTurnRetryData(
+                        turn_id=turn_id,
+                        model=host.model.name,
+                        reason=(
+                            f"{exc.error_type}: {exc.message} — retry {attempt} of "
+                            f"{policy.max_retries} in {delay:.1f}s"
+                        ),
+                    )
+                )
+                await asyncio.sleep(delay)
+
+    async def _stream(self, call_index: int) -> ModelReply:
+        host = self.host
+        messages = host.history.with_system(host.system_prompt())
+        tools = host.tools().schemas()
+        reasoning_id: str | None = None
+        async for item in host.model.stream(messages, tools, call_index=call_index):
+            match item:
+                case TextDelta(text=text):
+                    self._partial_text += text
+                    host.emit(
+                        AssistantMessageDeltaData(message_id=self._message_id, delta_content=text)
+                    )
+                case ReasoningDelta(text=text):
+                    reasoning_id = reasoning_id or _new_id()
+                    host.emit(
+                        AssistantReasoningDeltaData(reasoning_id=reasoning_id, delta_content=text)
+                    )
+                case ModelReply() as reply:
+                    return reply
+        raise ProviderError("server", "the model stream ended without a reply")
+
+    async def _run_tool(self, request: ToolRequest, turn_id: str) -> ToolResult:
+        host = self.host
+        call_id = request.tool_call_id
+        host.emit(
+            ToolExecutionStartData(
+                tool_call_id=call_id,
+                tool_name=request.name,
+                arguments=request.arguments,
+                turn_id=turn_id,
+            )
+        )
+
+        def progress(line: str) -> None:
+            host.emit(ToolExecutionPartialResultData(tool_call_id=call_id, partial_output=line))
+
+        result = await execute(
+            host.tools(), request.name, request.arguments, host.tool_context(progress)
+        )
+        host.emit(
+            ToolExecutionCompleteData(
+                tool_call_id=call_id,
+                success=result.success,
+                result=ToolResultPayload(
+                    content=result.content, detailed_content=result.detailed_content
+                ),
+                error=None
+                if result.success
+                else ToolErrorPayload(message=result.error or result.content),
+                turn_id=turn_id,
+                model=host.model.name,
+            )
+        )
+        return result
+
+    def _interrupt(self, pending: list[ToolRequest], turn_id: str) -> None:
+        """Record what an abort cut short, so history stays whole and nothing is lost."""
+        host = self.host
+        if self._partial_text and not self._message_sent:
+            host.emit(
+                AssistantMessageData(
+                    message_id=self._message_id, content=self._partial_text, turn_id=turn_id
+                )
+            )
+        for request in pending:
+            host.emit(
+                ToolExecutionCompleteData(
+                    tool_call_id=request.tool_call_id,
+                    success=False,
+                    error=ToolErrorPayload(message=INTERRUPTED, code="interrupted"),
+                    turn_id=turn_id,
+                )
+            )
+
+    # Per-attempt streaming state, kept so an abort can record a partial reply.
+    _message_id: str = ""
+    _partial_text: str = ""
+    _message_sent: bool = False
+
+
+def _tool_request(call: ToolCall) -> ToolRequest:
+    arguments: Any = call.arguments
+    try:
+        parsed = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        arguments = parsed
+    return ToolRequest(tool_call_id=call.id, name=call.name, arguments=arguments)
+
+
+def _summary_of(arguments: Any) -> str | None:
+    if isinstance(arguments, dict):
+        summary = arguments.get("summary")
+        return summary if isinstance(summary, str) else None
+    return None
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())

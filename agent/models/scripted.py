@@ -1,0 +1,196 @@
+"""A model that plays a script: deterministic sessions for tests and demos.
+
+``--model scripted:<file.json>`` or ``scripted:<name>`` (a script shipped in
+``agent/models/scripts``). The n-th model call of a session gets ``turns[n]``;
+the loop passes ``call_index`` counted from the session's persisted history, so a
+resumed session continues where its script left off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.models.base import (
+    ERROR_TYPES,
+    ModelReply,
+    ProviderError,
+    RetryPolicy,
+    StreamItem,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+
+SCRIPTED_PREFIX = "scripted:"
+EXHAUSTED_TEXT = "(script exhausted)"
+_CHUNK = re.compile(r"\S+\s*|\s+")
+
+
+class ScriptError(ValueError):
+    """A script that cannot be loaded; the message says what and where."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptToolCall(_Strict):
+    name: str
+    # A dict is sent as JSON; a string is sent verbatim (lets a script play a
+    # model that produces malformed arguments).
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ScriptUsage(_Strict):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+
+
+class ScriptedFailure(_Strict):
+    type: str
+    message: str = "scripted provider error"
+
+
+class ScriptTurn(_Strict):
+    text: str = ""
+    reasoning: str | None = None
+    tool_calls: list[ScriptToolCall] = Field(default_factory=list)
+    delay_ms: int = 0
+    usage: ScriptUsage | None = None
+    error: ScriptedFailure | None = None
+
+
+class Script(_Strict):
+    turns: list[ScriptTurn]
+    when_exhausted: Literal["repeat_last", "stop"] = "stop"
+
+
+def load_script(spec: str) -> tuple[str, Script]:
+    """Load ``spec`` (a path or a shipped script's name). Returns (label, script)."""
+    path = Path(spec).expanduser()
+    if spec.endswith(".json") or path.exists():
+        if not path.is_file():
+            raise ScriptError(f"script file not found: {path}")
+        text = path.read_text(encoding="utf-8")
+        label = str(path.resolve())
+    else:
+        shipped = resources.files("agent.models").joinpath("scripts", f"{spec}.json")
+        if not shipped.is_file():
+            names = ", ".join(shipped_script_names()) or "none"
+            raise ScriptError(f"no shipped script named {spec!r} (shipped: {names})")
+        text = shipped.read_text(encoding="utf-8")
+        label = spec
+    try:
+        script = Script.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise ScriptError(f"{label}: not valid JSON: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ScriptError(f"{label}: not a valid script: {problems}") from exc
+    for i, turn in enumerate(script.turns):
+        if turn.error is not None and turn.error.type not in ERROR_TYPES:
+            known = ", ".join(sorted(ERROR_TYPES))
+            raise ScriptError(f"{label}: turns.{i}.error.type must be one of {known}")
+    return label, script
+
+
+def shipped_script_names() -> list[str]:
+    folder = resources.files("agent.models").joinpath("scripts")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+class ScriptedModel:
+    """Plays :class:`Script` turns; implements :class:`agent.models.base.ModelClient`."""
+
+    def __init__(self, script: Script, label: str = "script") -> None:
+        self._script = script
+        self._label = label
+
+    @classmethod
+    def from_spec(cls, model: str) -> ScriptedModel:
+        """Build from ``scripted:<file-or-name>``."""
+        spec = model.removeprefix(SCRIPTED_PREFIX)
+        if not spec:
+            raise ScriptError(
+                "scripted model needs a script: scripted:<file.json> or scripted:demo"
+            )
+        label, script = load_script(spec)
+        return cls(script, label)
+
+    @property
+    def name(self) -> str:
+        return f"{SCRIPTED_PREFIX}{self._label}"
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        # Short but visible backoff: scripted errors are for tests and demos.
+        return RetryPolicy(max_retries=3, base_delay=0.05, max_delay=0.4)
+
+    def turn_for(self, call_index: int) -> ScriptTurn | None:
+        turns = self._script.turns
+        if call_index < len(turns):
+            return turns[call_index]
+        if self._script.when_exhausted == "repeat_last" and turns:
+            return turns[-1]
+        return None
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        call_index: int,
+    ) -> AsyncIterator[StreamItem]:
+        turn = self.turn_for(call_index)
+        if turn is None:
+            yield TextDelta(EXHAUSTED_TEXT)
+            yield ModelReply(text=EXHAUSTED_TEXT, finish_reason="stop")
+            return
+        chunks = _CHUNK.findall(turn.text)
+        pause = turn.delay_ms / 1000 / max(len(chunks), 1)
+        if turn.error is not None:
+            if pause:
+                await asyncio.sleep(turn.delay_ms / 1000)
+            raise ProviderError(turn.error.type, turn.error.message)
+        for chunk in chunks:
+            if pause:
+                await asyncio.sleep(pause)
+            yield TextDelta(chunk)
+        if not chunks and pause:
+            await asyncio.sleep(pause)
+        calls = [
+            ToolCall(
+                id=call.id or f"call_{call_index}_{i}",
+                name=call.name,
+                arguments=call.arguments
+                if isinstance(call.arguments, str)
+                else json.dumps(call.arguments),
+            )
+            for i, call in enumerate(turn.tool_calls)
+        ]
+        usage = None
+        if turn.usage is not None:
+            usage = Usage(
+                input_tokens=turn.usage.prompt_tokens,
+                output_tokens=turn.usage.completion_tokens,
+                cost=turn.usage.cost,
+            )
+        yield ModelReply(
+            text=turn.text,
+            tool_calls=calls,
+            reasoning=turn.reasoning,
+            usage=usage,
+            finish_reason="tool_calls" if calls else "stop",
+        )

@@ -1,0 +1,130 @@
+"""Which model to talk to: flag, environment, config file, or an API key found.
+
+Nothing here imports litellm: choosing a model happens before the first frame.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG_FILE_NAME = "config.toml"
+
+# The first of these whose key is set picks the model; the order favours
+# providers whose default model is the strongest coding agent.
+PROVIDER_DEFAULTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("ANTHROPIC_API_KEY",), "anthropic/claude-sonnet-4-5"),
+    (("OPENAI_API_KEY",), "openai/gpt-5"),
+    (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "gemini/gemini-2.5-pro"),
+    (("OPENROUTER_API_KEY",), "openrouter/anthropic/claude-sonnet-4.5"),
+    (("GROQ_API_KEY",), "groq/llama-3.3-70b-versatile"),
+    (("MISTRAL_API_KEY",), "mistral/mistral-large-latest"),
+    (("DEEPSEEK_API_KEY",), "deepseek/deepseek-chat"),
+    (("XAI_API_KEY",), "xai/grok-4"),
+)
+
+NO_MODEL_HELP = """\
+No model is configured yet.
+
+loopdeck speaks to models through LiteLLM, so any provider it supports works.
+Set a model in one of these ways (the first one found wins):
+
+  1. On the command line:
+       loopdeck --model anthropic/claude-sonnet-4-5
+
+  2. In the environment:
+       export LOOPDECK_MODEL=openai/gpt-5
+
+  3. In ~/.config/loopdeck/config.toml (or $XDG_CONFIG_HOME/loopdeck/config.toml):
+       model = "ollama/qwen2.5-coder"
+       api_base = "http://localhost:11434"   # optional, e.g. for a local server
+
+  4. Just export an API key, and loopdeck picks a good default model:
+       export ANTHROPIC_API_KEY=...
+     (also OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY,
+      MISTRAL_API_KEY, DEEPSEEK_API_KEY or XAI_API_KEY)
+
+Just want to look around? The built-in demo runs offline, no key needed:
+
+  loopdeck --model scripted:demo
+"""
+
+
+class ConfigError(Exception):
+    """The config file cannot be used; the message names the file and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    model: str
+    source: str  # where the choice came from, shown to the user
+    api_base: str | None = None
+
+
+def user_config_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CONFIG_HOME/loopdeck``, else ``~/.config/loopdeck``."""
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    # The XDG spec says a relative value is invalid and must be ignored.
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "loopdeck"
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".config" / "loopdeck"
+
+
+def choose_model(
+    cli_model: str | None, env: Mapping[str, str], config_dir: Path
+) -> ModelChoice | None:
+    """The model to use, by precedence; None when nothing configures one.
+
+    Raises :class:`ConfigError` for a config file that exists but is broken.
+    """
+    if cli_model and cli_model.strip():
+        return ModelChoice(cli_model.strip(), "--model")
+    env_model = env.get("LOOPDECK_MODEL", "").strip()
+    if env_model:
+        return ModelChoice(env_model, "LOOPDECK_MODEL")
+    from_config = _model_from_config(config_dir / CONFIG_FILE_NAME)
+    if from_config is not None:
+        return from_config
+    for keys, model in PROVIDER_DEFAULTS:
+        for key in keys:
+            if env.get(key, "").strip():
+                return ModelChoice(model, f"{key} in the environment")
+    return None
+
+
+def _model_from_config(path: Path) -> ModelChoice | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read config file {path}: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Config file {path} is not valid TOML: {exc}") from exc
+
+    model = _optional_string(data, "model", path)
+    api_base = _optional_string(data, "api_base", path)
+    if model is None:
+        # A config with other settings but no model defers to the API keys.
+        return None
+    return ModelChoice(model, f"config file {path}", api_base=api_base)
+
+
+def _optional_string(data: Mapping[str, object], key: str, path: Path) -> str | None:
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(
+            f'Config file {path}: "{key}" must be a non-empty string, '
+            f'like {key} = "{_EXAMPLES[key]}"'
+        )
+    return value.strip()
+
+
+_EXAMPLES = {"model": "anthropic/claude-sonnet-4-5", "api_base": "http://localhost:11434"}

@@ -1,0 +1,404 @@
+"""Session: send / send_and_wait / abort / set_mode / subscribe. Owns the history.
+
+Every event goes through :meth:`Session.emit`: it is folded into the session's own
+state and history, appended to ``events.jsonl`` when persisted, and handed to the
+subscribers. Resume reads the log back through the same fold, so live and resumed
+sessions cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import platform
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from agent import __version__
+from agent.events import (
+    AbortData,
+    AssistantTurnEndData,
+    AssistantTurnRetryData,
+    AssistantTurnStartData,
+    Event,
+    EventData,
+    Mode,
+    SessionIdleData,
+    SessionModeChangedData,
+    SessionModelChangeData,
+    SessionResumeData,
+    SessionStartData,
+    SessionWarningData,
+    ToolErrorPayload,
+    ToolExecutionCompleteData,
+    UserMessageData,
+    WorkingDirectoryContext,
+    now_iso,
+)
+from agent.history import History
+from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
+from agent.models.base import ModelClient
+from agent.prompt import build_system_prompt, git_branch
+from agent.store import SessionStore, SessionWriter, read_events
+from agent.tools.base import ToolContext
+from agent.tools.registry import ToolRegistry, default_tools
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[[Event], None]
+INTERRUPTED_BY_EXIT = "Interrupted: the session stopped before this tool call finished."
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        model: ModelClient,
+        cwd: Path,
+        mode: Mode = "interactive",
+        store: SessionStore | None = None,
+        max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
+        extra_dirs: list[Path] | None = None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+    ) -> None:
+        self.id = session_id
+        self.model = model
+        self.cwd = cwd.resolve()
+        self.extra_dirs = [d.resolve() for d in extra_dirs or []]
+        self.store = store
+        self.history = History()
+        self._mode: Mode = mode
+        self._max_continues = max_autopilot_continues
+        self._writer: SessionWriter | None = None
+        self._subscribers: list[Subscriber] = []
+        self._last_persisted_id: str | None = None
+        self._model_calls = 0
+        self._turns = 0
+        self._open_turn: str | None = None
+        self._first_prompt = ""
+        self._started_at = now_iso()
+        self._queue: collections.deque[tuple[str, asyncio.Future[LoopOutcome]]] = (
+            collections.deque()
+        )
+        self._runner: asyncio.Task[None] | None = None
+        self._current: asyncio.Task[LoopOutcome] | None = None
+        self._abort_requested = False
+        self._prompts: dict[Mode, str] = {}
+        self._registries: dict[Mode, ToolRegistry] = {}
+        self._registry_factory = registry_factory or _default_registry
+
+    # --- construction --------------------------------------------------------
+
+    @classmethod
+    async def create(
+        cls,
+        *,
+        model: ModelClient,
+        cwd: Path,
+        mode: Mode = "interactive",
+        store: SessionStore | None = None,
+        max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
+        extra_dirs: list[Path] | None = None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+    ) -> Session:
+        session = cls(
+            session_id=str(uuid.uuid4()),
+            model=model,
+            cwd=cwd,
+            mode=mode,
+            store=store,
+            max_autopilot_continues=max_autopilot_continues,
+            extra_dirs=extra_dirs,
+            registry_factory=registry_factory,
+        )
+        if store is not None:
+            session._writer = await store.open_writer(session.id)
+        session.emit(
+            SessionStartData(
+                session_id=session.id,
+                copilot_version=__version__,
+                start_time=session._started_at,
+                selected_model=model.name,
+                context=session._context(),
+            )
+        )
+        session._save_meta()
+        return session
+
+    @classmethod
+    async def resume(
+        cls,
+        *,
+        store: SessionStore,
+        session_id: str,
+        model: ModelClient,
+        cwd: Path | None = None,
+        max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
+        extra_dirs: list[Path] | None = None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+    ) -> Session:
+        """Rebuild a session from its log and continue it in the same file and mode."""
+        read = read_events(store.events_path(session_id))
+        meta = store.read_meta(session_id)
+        recorded_cwd = Path(str(meta.get("cwd"))) if meta.get("cwd") else None
+        session = cls(
+            session_id=session_id,
+            model=model,
+            cwd=cwd or recorded_cwd or Path.cwd(),
+            mode="interactive",
+            store=store,
+            max_autopilot_continues=max_autopilot_continues,
+            extra_dirs=extra_dirs,
+            registry_factory=registry_factory,
+        )
+        session._started_at = str(meta.get("startedAt") or session._started_at)
+        for event in read.events:
+            session._fold(event)
+            if not event.ephemeral:
+                session._last_persisted_id = event.id or session._last_persisted_id
+        session._writer = await store.open_writer(session_id)
+        for problem in read.problems:
+            where = session._writer.torn_tail_moved_to
+            kept = (
+                f"; its bytes were kept in {where.name}"
+                if where and problem.reason.startswith("torn")
+                else ""
+            )
+            session.emit(
+                SessionWarningData(
+                    warning_type="log_repair",
+                    message=f"events.jsonl line {problem.line}: {problem.reason}{kept}",
+                )
+            )
+        session._close_dangling()
+        session.emit(
+            SessionResumeData(
+                event_count=len(read.events),
+                resume_time=now_iso(),
+                selected_model=model.name,
+                context=session._context(),
+            )
+        )
+        session._save_meta()
+        return session
+
+    def _close_dangling(self) -> None:
+        """A crash can leave tool calls and a turn open: close them as interrupted."""
+        for call_id in list(self.history.open_calls):
+            self.emit(
+                ToolExecutionCompleteData(
+                    tool_call_id=call_id,
+                    success=False,
+                    error=ToolErrorPayload(message=INTERRUPTED_BY_EXIT, code="interrupted"),
+                    turn_id=self._open_turn,
+                )
+            )
+        if self._open_turn is not None:
+            self.emit(AssistantTurnEndData(turn_id=self._open_turn))
+
+    # --- the event stream ----------------------------------------------------
+
+    def emit(self, data: EventData) -> Event:
+        event = Event.new(data, self._last_persisted_id)
+        self._fold(event)
+        if not event.ephemeral:
+            # Ephemeral events hang off the chain; they are never on disk to point at.
+            self._last_persisted_id = event.id
+            if self._writer is not None:
+                self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception:  # one broken renderer must not stop the loop
+                log.exception("event subscriber failed")
+        return event
+
+    def _fold(self, event: Event) -> None:
+        self.history.apply(event)
+        match event.data:
+            case AssistantTurnStartData(turn_id=turn_id):
+                self._model_calls += 1
+                self._turns += 1
+                self._open_turn = turn_id
+            case AssistantTurnRetryData():
+                self._model_calls += 1
+            case AssistantTurnEndData():
+                self._open_turn = None
+            case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):
+                if mode in ("interactive", "autopilot", "plan"):
+                    self._mode = mode
+                if not self._first_prompt and not nudge:
+                    self._first_prompt = content
+            case SessionModeChangedData(new_mode=mode):
+                self._mode = mode
+            case _:
+                pass
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback`` with every event from now on. Returns an unsubscribe."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event from now on, as an async iterator (break out to stop)."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        unsubscribe = self.subscribe(queue.put_nowait)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            unsubscribe()
+
+    # --- what the loop reads ---------------------------------------------------
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @property
+    def model_calls(self) -> int:
+        return self._model_calls
+
+    @property
+    def max_autopilot_continues(self) -> int:
+        return self._max_continues
+
+    @property
+    def busy(self) -> bool:
+        return self._runner is not None and not self._runner.done()
+
+    def tools(self) -> ToolRegistry:
+        registry = self._registries.get(self._mode)
+        if registry is None:
+            registry = self._registries[self._mode] = self._registry_factory(self._mode)
+        return registry
+
+    def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:
+        return ToolContext(
+            cwd=self.cwd, extra_dirs=list(self.extra_dirs), report_progress=report_progress
+        )
+
+    def system_prompt(self) -> str:
+        prompt = self._prompts.get(self._mode)
+        if prompt is None:
+            prompt = self._prompts[self._mode] = build_system_prompt(
+                cwd=self.cwd,
+                mode=self._mode,
+                tool_names=self.tools().names(),
+                model=self.model.name,
+            )
+        return prompt
+
+    # --- control -------------------------------------------------------------
+
+    def send(self, prompt: str) -> asyncio.Future[LoopOutcome]:
+        """Queue ``prompt``; the future resolves when its loop has gone idle."""
+        future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
+        self._queue.append((prompt, future))
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.create_task(self._run_queue(), name=f"session:{self.id[:8]}")
+        return future
+
+    async def send_and_wait(self, prompt: str, timeout: float | None = None) -> LoopOutcome:
+        future = self.send(prompt)
+        if timeout is None:
+            return await future
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            self.abort()
+            return await future
+
+    def abort(self) -> None:
+        """Cancel the running turn (model call or tool). Idle follows promptly."""
+        if self._current is not None and not self._current.done():
+            self._abort_requested = True
+            self._current.cancel()
+
+    def set_mode(self, mode: Mode) -> None:
+        if mode != self._mode:
+            self.emit(SessionModeChangedData(previous_mode=self._mode, new_mode=mode))
+            self._save_meta()
+
+    def set_model(self, model: ModelClient) -> None:
+        if model.name != self.model.name:
+            previous = self.model.name
+            self.model = model
+            self._prompts.clear()
+            self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
+
+    async def _run_queue(self) -> None:
+        while self._queue:
+            prompt, future = self._queue.popleft()
+            self._abort_requested = False
+            self._current = asyncio.create_task(TurnLoop(self).run(prompt))
+            try:
+                outcome = await self._current
+            except asyncio.CancelledError:
+                # Cancelled before the loop could catch it (an abort right at the
+                # start), or the runner itself is being torn down.
+                outcome = LoopOutcome(aborted=True)
+                self.emit(AbortData(reason="user_initiated"))
+                if not self._abort_requested:
+                    await self._finish(outcome, future)
+                    raise
+            await self._finish(outcome, future)
+
+    async def _finish(self, outcome: LoopOutcome, future: asyncio.Future[LoopOutcome]) -> None:
+        self._current = None
+        if self._writer is not None:
+            await self._writer.drain()
+        self._save_meta()
+        # Idle is always the last event of a send, after the log is on disk.
+        self.emit(SessionIdleData(aborted=True if outcome.aborted else None, mode=self._mode))
+        if not future.done():
+            future.set_result(outcome)
+
+    async def close(self) -> None:
+        """Finish writing and release the log. Aborts a loop still running."""
+        self.abort()
+        if self._runner is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._runner
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
+
+    # --- bookkeeping ---------------------------------------------------------
+
+    def _context(self) -> WorkingDirectoryContext:
+        return WorkingDirectoryContext(cwd=str(self.cwd), branch=git_branch(self.cwd))
+
+    def _save_meta(self) -> None:
+        if self.store is None:
+            return
+        meta: dict[str, Any] = {
+            "id": self.id,
+            "cwd": str(self.cwd),
+            "model": self.model.name,
+            "mode": self._mode,
+            "startedAt": self._started_at,
+            "updatedAt": now_iso(),
+            "turns": self._turns,
+            "firstPrompt": self._first_prompt,
+            "producer": "loopdeck",
+            "platform": platform.system(),
+        }
+        try:
+            self.store.write_meta(self.id, meta)
+        except OSError as exc:
+            log.warning("could not write session metadata: %s", exc)
+
+
+def _default_registry(mode: Mode) -> ToolRegistry:
+    return default_tools(autopilot=mode == "autopilot")

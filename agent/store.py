@@ -1,0 +1,346 @@
+"""Session-state folders: ``$LOOPDECK_HOME/session-state/<id>/events.jsonl``.
+
+One writer per session appends persisted events in batches (flush per batch,
+fsync when a batch holds a turn end). The reader tolerates what crashes leave
+behind: a torn last line, blank lines, corrupt lines and unknown event types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiofiles
+from aiofiles.threadpool.text import AsyncTextIOWrapper
+
+from agent.events import (
+    AssistantTurnStartData,
+    Event,
+    EventParseError,
+    SessionModeChangedData,
+    SessionStartData,
+    UserMessageData,
+    event_from_json,
+)
+
+EVENTS_FILE = "events.jsonl"
+META_FILE = "session.json"
+
+
+def loopdeck_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    home = env.get("LOOPDECK_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".loopdeck"
+
+
+# --- reading -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ReadProblem:
+    line: int
+    reason: str
+
+
+@dataclass(slots=True)
+class ReadResult:
+    events: list[Event] = field(default_factory=list)
+    problems: list[ReadProblem] = field(default_factory=list)
+    # Bytes of an unterminated last line that did not parse: a writer died mid-line.
+    torn_tail: str | None = None
+
+
+def parse_lines(text: str, *, first_line: int = 1) -> ReadResult:
+    """Parse JSONL text. Corrupt lines become problems; nothing raises."""
+    result = ReadResult()
+    lines = text.split("\n")
+    # A file that ends with "\n" splits into a trailing "": the last line is whole.
+    last_is_whole = lines[-1] == ""
+    if last_is_whole:
+        lines.pop()
+    for offset, line in enumerate(lines):
+        number = first_line + offset
+        if not line.strip():
+            continue
+        try:
+            result.events.append(event_from_json(line))
+        except (json.JSONDecodeError, EventParseError) as exc:
+            is_last = offset == len(lines) - 1
+            if is_last and not last_is_whole:
+                result.torn_tail = line
+                result.problems.append(
+                    ReadProblem(number, "torn last line (writer stopped mid-line)")
+                )
+            else:
+                result.problems.append(ReadProblem(number, f"unreadable line: {exc}"))
+    return result
+
+
+def read_events(path: Path) -> ReadResult:
+    """Read a whole ``events.jsonl`` (a folder holding one is accepted too)."""
+    if path.is_dir():
+        path = path / EVENTS_FILE
+    return parse_lines(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def set_aside_torn_tail(path: Path) -> Path | None:
+    """Move an unterminated, unparseable last line out of ``path`` before appending.
+
+    Appending after a torn line would glue a new event onto it. The fragment is
+    kept beside the log (nothing lost) and the log is cut back to its last newline.
+    Returns where the fragment went, or None when the tail was sound.
+    """
+    if not path.exists():
+        return None
+    with path.open("rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return None
+        # Walk back to the last newline; logs are line-oriented so this is short.
+        pos = size
+        block = 4096
+        tail = b""
+        while pos > 0:
+            step = min(block, pos)
+            pos -= step
+            fh.seek(pos)
+            tail = fh.read(step) + tail
+            cut = tail.rfind(b"\n")
+            if cut != -1:
+                pos += cut + 1
+                tail = tail[cut + 1 :]
+                break
+        fragment = tail.decode("utf-8", errors="replace")
+        try:
+            event_from_json(fragment)
+        except (json.JSONDecodeError, EventParseError):
+            pass
+        else:
+            # A whole event that only lacks its newline: keep it, terminate it.
+            fh.seek(0, os.SEEK_END)
+            fh.write(b"\n")
+            return None
+        stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+        aside = path.with_name(f"{path.stem}.torn-{stamp}.jsonl")
+        aside.write_bytes(tail)
+        fh.truncate(pos)
+    return aside
+
+
+# --- writing -------------------------------------------------------------------
+
+
+class SessionWriter:
+    """Appends persisted events to one ``events.jsonl``, in batches.
+
+    ``append`` never blocks the loop: it queues the line and wakes a writer task
+    that writes everything queued so far in one call.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._pending: list[str] = []
+        self._sync_pending = False
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing = False
+        self._file: AsyncTextIOWrapper | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.error: OSError | None = None
+        self.torn_tail_moved_to: Path | None = None
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.torn_tail_moved_to = set_aside_torn_tail(self.path)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.close(fd)
+        self._file = await aiofiles.open(self.path, "a", encoding="utf-8")
+        self._task = asyncio.create_task(self._run(), name=f"writer:{self.path.parent.name}")
+
+    def append(self, event: Event, *, durable: bool = False) -> None:
+        self._pending.append(event.to_json() + "\n")
+        self._sync_pending = self._sync_pending or durable
+        self._idle.clear()
+        self._wake.set()
+
+    async def _run(self) -> None:
+        assert self._file is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._pending:
+                batch, self._pending = self._pending, []
+                sync, self._sync_pending = self._sync_pending, False
+                try:
+                    await self._file.write("".join(batch))
+                    await self._file.flush()
+                    if sync:
+                        await asyncio.to_thread(os.fsync, self._file.fileno())
+                except OSError as exc:
+                    self.error = exc
+            if not self._pending:
+                self._idle.set()
+                if self._closing:
+                    return
+
+    async def drain(self) -> None:
+        """Wait until everything appended so far is written."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        if self._task is None:
+            return
+        self._closing = True
+        self._wake.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+        if self._file is not None:
+            await self._file.close()
+            self._file = None
+
+
+# --- the store -----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SessionSummary:
+    id: str
+    path: Path
+    started: str = ""
+    updated: str = ""
+    cwd: str = ""
+    model: str = ""
+    mode: str = "interactive"
+    turns: int = 0
+    first_prompt: str = ""
+
+
+class SessionNotFound(LookupError):
+    pass
+
+
+class SessionStore:
+    """The ``session-state`` folder under a loopdeck home."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.root = home / "session-state"
+
+    def session_dir(self, session_id: str) -> Path:
+        return self.root / session_id
+
+    def events_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / EVENTS_FILE
+
+    async def open_writer(self, session_id: str) -> SessionWriter:
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):
+            os.chmod(self.home, 0o700)
+        writer = SessionWriter(self.events_path(session_id))
+        await writer.open()
+        return writer
+
+    def write_meta(self, session_id: str, meta: dict[str, Any]) -> None:
+        path = self.session_dir(session_id) / META_FILE
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(meta, fh, indent=2)
+        os.replace(tmp, path)
+
+    def read_meta(self, session_id: str) -> dict[str, Any]:
+        try:
+            data = json.loads((self.session_dir(session_id) / META_FILE).read_text("utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _ids(self) -> Iterator[str]:
+        if not self.root.is_dir():
+            return
+        for entry in self.root.iterdir():
+            if (entry / EVENTS_FILE).is_file():
+                yield entry.name
+
+    def list_sessions(self) -> list[SessionSummary]:
+        """Every session, most recently updated first."""
+        out = [self.summary(sid) for sid in self._ids()]
+        out.sort(key=lambda s: s.updated or s.started, reverse=True)
+        return out
+
+    def summary(self, session_id: str) -> SessionSummary:
+        path = self.events_path(session_id)
+        meta = self.read_meta(session_id)
+        summary = SessionSummary(id=session_id, path=path)
+        if meta:
+            summary.started = str(meta.get("startedAt", ""))
+            summary.updated = str(meta.get("updatedAt", ""))
+            summary.cwd = str(meta.get("cwd", ""))
+            summary.model = str(meta.get("model", ""))
+            summary.mode = str(meta.get("mode", "interactive"))
+            summary.turns = int(meta.get("turns", 0))
+            summary.first_prompt = str(meta.get("firstPrompt", ""))
+            return summary
+        # No metadata (a crash before it was written, or a foreign log): read the log.
+        return summarize_events(read_events(path).events, summary)
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """A full id from an id or a unique prefix of one."""
+        if (self.root / id_or_prefix / EVENTS_FILE).is_file():
+            return id_or_prefix
+        matches = [sid for sid in self._ids() if sid.startswith(id_or_prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise SessionNotFound(f"no session matches {id_or_prefix!r} in {self.root}")
+        shown = ", ".join(sorted(m[:12] for m in matches)[:5])
+        raise SessionNotFound(f"{id_or_prefix!r} matches {len(matches)} sessions ({shown}…)")
+
+    def latest(self, cwd: Path | None = None) -> str:
+        """The most recent session, preferring those started in ``cwd``."""
+        sessions = self.list_sessions()
+        if cwd is not None:
+            here = [s for s in sessions if s.cwd == str(cwd)]
+            sessions = here or sessions
+        if not sessions:
+            raise SessionNotFound(f"no sessions yet in {self.root}")
+        return sessions[0].id
+
+    def delete(self, session_id: str) -> None:
+        shutil.rmtree(self.session_dir(session_id))
+
+
+def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSummary:
+    for event in events:
+        match event.data:
+            case SessionStartData(start_time=started, context=ctx, selected_model=model):
+                summary.started = started
+                summary.cwd = ctx.cwd if ctx else ""
+                summary.model = model or ""
+            case UserMessageData(content=content, agent_mode=mode):
+                if not summary.first_prompt:
+                    summary.first_prompt = content
+                if mode:
+                    summary.mode = mode
+            case SessionModeChangedData(new_mode=mode):
+                summary.mode = mode
+            case AssistantTurnStartData():
+                summary.turns += 1
+            case _:
+                pass
+        if event.timestamp:
+            summary.updated = event.timestamp
+    return summary

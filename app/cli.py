@@ -1,0 +1,129 @@
+"""The ``loopdeck`` command: argument parsing and dispatch, nothing else.
+
+Imports stay light here: the TUI's first frame and ``-p`` must not wait for
+litellm, which is imported only when a real model is called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_AUTOPILOT_CAP = 3
+EXIT_ABORTED = 130
+
+_DESCRIPTION = """\
+A terminal coding agent you can watch.
+
+  loopdeck                         open the terminal app in this directory
+  loopdeck -p "PROMPT"             run headless and print the answer
+  loopdeck sessions                list recorded sessions
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loopdeck",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prompt_words", nargs="*", metavar="PROMPT", help="start with this prompt")
+    parser.add_argument("-p", "--prompt", help="run headless with this prompt, then exit")
+    parser.add_argument("--model", help="litellm model string, or scripted:<file.json|name>")
+    parser.add_argument("--api-base", help="base URL for the model's API (e.g. for ollama/…)")
+    parser.add_argument("--autopilot", action="store_true", help="work until task_complete")
+    parser.add_argument(
+        "--max-autopilot-continues",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="autopilot nudges before giving up (default 5)",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json"),
+        default="text",
+        help="with -p: the final answer (text) or every event as JSON lines (json)",
+    )
+    resume = parser.add_mutually_exclusive_group()
+    resume.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="resume a session by id or id prefix (default: the latest here)",
+    )
+    resume.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="resume the most recent session in this directory",
+    )
+    parser.add_argument("--cwd", type=Path, help="work in DIR instead of the current directory")
+    parser.add_argument(
+        "--show-system-prompt", action="store_true", help="print the system prompt and exit"
+    )
+    return parser
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def build_sessions_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loopdeck sessions", description="List sessions.")
+    parser.add_argument("--all", action="store_true", help="not only this directory's")
+    parser.add_argument("--cwd", type=Path, help="list sessions of DIR")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["sessions"]:
+        from app.sessions_table import print_sessions
+
+        sargs = build_sessions_parser().parse_args(args_list[1:])
+        return print_sessions(cwd=_workspace(sargs.cwd), show_all=sargs.all)
+
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    cwd = _workspace(args.cwd)
+    if cwd is None:
+        parser.exit(EXIT_USAGE, f"loopdeck: --cwd {args.cwd}: not a directory\n")
+    if args.prompt is not None and args.prompt_words:
+        parser.exit(EXIT_USAGE, "loopdeck: give the prompt either with -p or as words, not both\n")
+
+    if args.show_system_prompt:
+        from app.headless import show_system_prompt
+
+        return show_system_prompt(args, cwd)
+    if args.prompt is not None:
+        if not args.prompt.strip():
+            parser.exit(EXIT_USAGE, "loopdeck: -p needs a non-empty prompt\n")
+        from app.headless import run_headless
+
+        return run_headless(args, cwd)
+    from app.tui import run_tui
+
+    return run_tui(args, cwd)
+
+
+def _workspace(cwd: Path | None) -> Path | None:
+    path = (cwd or Path(os.getcwd())).expanduser()
+    return path.resolve() if path.is_dir() else None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""From command-line flags to a model client, and to a new or resumed session."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from agent.events import Mode
+from agent.loop import DEFAULT_MAX_CONTINUES
+from agent.models.base import ModelClient
+from agent.models.scripted import SCRIPTED_PREFIX, ScriptedModel
+from agent.models.select import ConfigError, choose_model, user_config_dir
+from agent.session import Session
+from agent.store import SessionStore, loopdeck_home
+
+
+class SetupError(Exception):
+    """Something the user must fix before a session can start; the message says what."""
+
+
+def make_model(model: str, api_base: str | None = None) -> ModelClient:
+    if model.startswith(SCRIPTED_PREFIX):
+        return ScriptedModel.from_spec(model)
+    from agent.models.litellm_client import LiteLLMModel
+
+    return LiteLLMModel(model, api_base=api_base)
+
+
+def pick_model(cli_model: str | None, recorded: str | None = None) -> tuple[str, str | None] | None:
+    """(model, api_base from config): --model > LOOPDECK_MODEL > the resumed
+    session's model > config file > a provider's API key in the environment."""
+    env = os.environ
+    if cli_model:
+        return cli_model, None
+    if env.get("LOOPDECK_MODEL"):
+        return env["LOOPDECK_MODEL"], None
+    if recorded:
+        return recorded, None
+    try:
+        choice = choose_model(None, env, user_config_dir(env))
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from exc
+    return (choice.model, choice.api_base) if choice else None
+
+
+def resume_target(args: argparse.Namespace, store: SessionStore, cwd: Path) -> str | None:
+    """The session id to resume, or None for a new session."""
+    if args.continue_ or args.resume == "":
+        return store.latest(cwd)
+    if args.resume:
+        return store.resolve(args.resume)
+    return None
+
+
+async def open_session(
+    args: argparse.Namespace, cwd: Path, *, model_string: str | None = None
+) -> Session:
+    """Create or resume the session the flags describe. Raises SetupError."""
+    from agent.models.scripted import ScriptError
+    from agent.store import SessionNotFound
+
+    store = SessionStore(loopdeck_home())
+    cap = args.max_autopilot_continues
+    cap = DEFAULT_MAX_CONTINUES if cap is None else cap
+    try:
+        resume_id = resume_target(args, store, cwd)
+    except SessionNotFound as exc:
+        raise SetupError(str(exc)) from exc
+    recorded = store.read_meta(resume_id).get("model") if resume_id else None
+    picked = pick_model(model_string or args.model, recorded if isinstance(recorded, str) else None)
+    if picked is None:
+        from agent.models.select import NO_MODEL_HELP
+
+        raise SetupError(NO_MODEL_HELP)
+    spec, config_api_base = picked
+    try:
+        model = make_model(spec, args.api_base or config_api_base)
+    except ScriptError as exc:
+        raise SetupError(str(exc)) from exc
+    if resume_id is not None:
+        session = await Session.resume(
+            store=store,
+            session_id=resume_id,
+            model=model,
+            cwd=cwd if args.cwd else None,
+            max_autopilot_continues=cap,
+        )
+        if args.autopilot:
+            session.set_mode("autopilot")
+        return session
+    mode: Mode = "autopilot" if args.autopilot else "interactive"
+    return await Session.create(
+        model=model, cwd=cwd, mode=mode, store=store, max_autopilot_continues=cap
+    )
