@@ -91,6 +91,9 @@ class Session:
         self._prompts: dict[Mode, str] = {}
         self._registries: dict[Mode, ToolRegistry] = {}
         self._registry_factory = registry_factory or _default_registry
+        # Events from before anyone could subscribe (a resumed log, resume notices),
+        # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
+        self._backlog: list[Event] | None = []
 
     # --- construction --------------------------------------------------------
 
@@ -157,6 +160,7 @@ class Session:
             registry_factory=registry_factory,
         )
         session._started_at = str(meta.get("startedAt") or session._started_at)
+        session._backlog = list(read.events)
         for event in read.events:
             session._fold(event)
             if not event.ephemeral:
@@ -206,6 +210,8 @@ class Session:
     def emit(self, data: EventData) -> Event:
         event = Event.new(data, self._last_persisted_id)
         self._fold(event)
+        if self._backlog is not None and not event.ephemeral:
+            self._backlog.append(event)
         if not event.ephemeral:
             # Ephemeral events hang off the chain; they are never on disk to point at.
             self._last_persisted_id = event.id
@@ -239,8 +245,15 @@ class Session:
             case _:
                 pass
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call ``callback`` with every event from now on. Returns an unsubscribe."""
+    def subscribe(self, callback: Subscriber, *, replay: bool = False) -> Callable[[], None]:
+        """Call ``callback`` with every event from now on. Returns an unsubscribe.
+
+        With ``replay``, first hand it what happened before it subscribed: the
+        restored log of a resumed session and the events of start-up.
+        """
+        if replay and self._backlog:
+            for event in self._backlog:
+                callback(event)
         self._subscribers.append(callback)
 
         def unsubscribe() -> None:
@@ -274,6 +287,16 @@ class Session:
         return self._max_continues
 
     @property
+    def backlog(self) -> list[Event]:
+        """Events from before the first send (see :meth:`subscribe`)."""
+        return list(self._backlog or [])
+
+    @property
+    def queued(self) -> int:
+        """Prompts waiting behind the running one."""
+        return len(self._queue)
+
+    @property
     def busy(self) -> bool:
         return self._runner is not None and not self._runner.done()
 
@@ -304,6 +327,7 @@ class Session:
     def send(self, prompt: str) -> asyncio.Future[LoopOutcome]:
         """Queue ``prompt``; the future resolves when its loop has gone idle."""
         future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
+        self._backlog = None
         self._queue.append((prompt, future))
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run_queue(), name=f"session:{self.id[:8]}")

@@ -1,16 +1,36 @@
-"""Placeholder until the terminal app lands: says so, and how to run headless."""
+"""``loopdeck`` with no ``-p``: open the terminal app in the working directory."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from agent.loop import DEFAULT_MAX_CONTINUES
+from agent.session import Session
+
+DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
 
 
 def run_tui(args: argparse.Namespace, cwd: Path) -> int:
-    sys.stderr.write(
-        "loopdeck: the terminal app is not built yet.\n"
-        'Run headless instead:  loopdeck -p "your prompt" [--autopilot]\n'
-        'Offline demo:  loopdeck -p "survey" --model scripted:demo --autopilot\n'
+    from app.app import LoopdeckApp, StartupError
+    from app.model_setup import SetupError, open_session
+
+    demo = (args.model or "") == "scripted:demo"
+    if demo and not args.resume and not args.continue_:
+        args.autopilot = True  # the demo's story includes a nudge and task_complete
+
+    async def opener() -> Session:
+        try:
+            return await open_session(args, cwd)
+        except SetupError as exc:
+            raise StartupError(str(exc)) from exc
+
+    cap = args.max_autopilot_continues
+    prompt = " ".join(args.prompt_words) or None
+    app = LoopdeckApp(
+        opener,
+        initial_prompt=prompt,
+        prefill=DEMO_PROMPT if demo and prompt is None else None,
+        nudge_cap=DEFAULT_MAX_CONTINUES if cap is None else cap,
     )
-    return 2
+    return app.run() or 0

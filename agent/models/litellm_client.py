@@ -9,6 +9,7 @@ call is made (see :mod:`agent.models.litellm_import`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import os
@@ -67,7 +68,8 @@ class LiteLLMModel:
         *,
         call_index: int,
     ) -> AsyncIterator[StreamItem]:
-        litellm = import_litellm()
+        # The first import takes seconds; off the event loop it cannot freeze the UI.
+        litellm = await asyncio.to_thread(import_litellm)
         kwargs: dict[str, Any] = {
             **self._extra,
             "model": self._model,

@@ -1,0 +1,177 @@
+"""The terminal app: wires a session to the timeline, the prompt and the status bar.
+
+The app only connects things: events from the session go to the timeline and the
+status bar; the prompt's messages go to the session. Widgets draw themselves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Static
+
+from agent.events import Event, SessionIdleData
+from agent.session import Session
+from widgets.prompt import PromptInput
+from widgets.status_bar import StatusBar
+from widgets.timeline import Timeline
+
+SessionOpener = Callable[[], Awaitable[Session]]
+STYLES = Path(__file__).resolve().parent.parent / "styles"
+QUIT_WINDOW = 2.0  # seconds between two Ctrl+C presses that quit
+
+IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
+BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
+
+
+class StartupError(Exception):
+    """Raised by an opener when the session cannot start; shown in the app."""
+
+
+class LoopdeckApp(App[int]):
+    CSS_PATH = STYLES / "app.tcss"
+    TITLE = "loopdeck"
+    BINDINGS = [
+        Binding("escape", "abort", "Abort turn"),
+        Binding("shift+tab", "toggle_mode", "Toggle autopilot", priority=True),
+        Binding("ctrl+c", "quit_twice", "Quit", priority=True, show=False),
+        Binding("ctrl+l", "load_earlier", "Load earlier", show=False),
+    ]
+
+    def __init__(
+        self,
+        opener: SessionOpener,
+        *,
+        initial_prompt: str | None = None,
+        prefill: str | None = None,
+        nudge_cap: int | None = None,
+    ) -> None:
+        super().__init__()
+        self._opener = opener
+        self._initial_prompt = initial_prompt
+        self._prefill = prefill
+        self.session: Session | None = None
+        self.timeline = Timeline(nudge_cap=nudge_cap, id="timeline")
+        self.prompt = PromptInput(id="prompt")
+        self.hint = Static(IDLE_HINT, id="hint")
+        self.status = StatusBar(nudge_cap=nudge_cap, id="status")
+        self._last_ctrl_c = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield self.timeline
+        yield self.prompt
+        yield self.hint
+        yield self.status
+
+    def on_mount(self) -> None:
+        self.prompt.focus()
+        if self._prefill:
+            self.prompt.text = self._prefill
+            self.prompt.move_cursor(self.prompt.document.end)
+        self.status.note = "starting…"
+        self.run_worker(self._start(), name="open-session", exclusive=True)
+
+    async def _start(self) -> None:
+        try:
+            session = await self._opener()
+        except StartupError as exc:
+            self.status.note = "no session"
+            self.status.refresh()
+            self.timeline.mount(Static(str(exc), classes="startup-error"))
+            return
+        self.session = session
+        self.timeline.load(session.backlog)
+        session.subscribe(self._on_event)
+        self.status.note = ""
+        self._refresh_status()
+        if self._initial_prompt:
+            self._send(self._initial_prompt)
+
+    # --- session -> widgets ------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        self.timeline.apply(event)
+        if isinstance(event.data, SessionIdleData) or event.type in (
+            "user.message",
+            "assistant.turn_start",
+            "assistant.turn_end",
+            "assistant.usage",
+            "session.mode_changed",
+            "session.model_change",
+        ):
+            self._refresh_status()
+
+    def _refresh_status(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        busy = session.busy and not self._idle_now()
+        self.status.show(
+            self.timeline.transcript,
+            model=session.model.name,
+            mode=session.mode,
+            session_id=session.id,
+            busy=busy,
+            queued=session.queued,
+        )
+        self.hint.update(BUSY_HINT if busy else IDLE_HINT)
+
+    def _idle_now(self) -> bool:
+        # The idle event arrives just before the session's runner task ends.
+        session = self.session
+        return session is not None and not self.timeline.transcript.busy and session.queued == 0
+
+    # --- user -> session -----------------------------------------------------------
+
+    def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        self._send(message.text)
+
+    def _send(self, text: str) -> None:
+        if self.session is None:
+            self.notify("The session is still starting…", severity="warning")
+            return
+        self.session.send(text)
+        self._refresh_status()
+        if self.session.queued:
+            self.notify("Queued: it will be sent when the agent is done.", timeout=3)
+
+    def action_abort(self) -> None:
+        if self.session is not None and self.session.busy:
+            self.session.abort()
+
+    def action_toggle_mode(self) -> None:
+        if self.session is None:
+            return
+        self.session.set_mode("interactive" if self.session.mode == "autopilot" else "autopilot")
+        self._refresh_status()
+
+    def action_load_earlier(self) -> None:
+        self.timeline.load_earlier()
+
+    async def action_quit_twice(self) -> None:
+        now = time.monotonic()
+        if now - self._last_ctrl_c < QUIT_WINDOW:
+            await self.action_quit()
+            return
+        self._last_ctrl_c = now
+        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
+
+    async def action_quit(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+        self.exit(0)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Toggle autopilot", "Switch interactive ⇄ autopilot", self.action_toggle_mode
+        )
+        yield SystemCommand("Abort turn", "Stop the running turn (Esc)", self.action_abort)
+        yield SystemCommand(
+            "Load earlier blocks", "Mount older timeline blocks", self.action_load_earlier
+        )

@@ -1,0 +1,82 @@
+"""Small text helpers shared by the timeline's blocks and the status bar."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Which argument best says what a tool call does, per tool.
+_KEY_ARGUMENT = {
+    "view": "path",
+    "grep": "pattern",
+    "glob": "pattern",
+    "create": "path",
+    "edit": "path",
+    "bash": "command",
+    "task_complete": "summary",
+}
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def tokens(count: int | None) -> str:
+    if not count:
+        return ""
+    if count < 1000:
+        return str(count)
+    return f"{count / 1000:.1f}k"
+
+
+def cost(value: float | None) -> str:
+    if not value:
+        return ""
+    return f"${value:.4f}" if value < 0.01 else f"${value:.2f}"
+
+
+def one_line(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def summarize_arguments(tool: str, arguments: Any, width: int = 70) -> str:
+    """One line saying what a call does: its key argument first, then the rest."""
+    if isinstance(arguments, str):
+        return one_line(arguments, width)  # malformed JSON from the model, shown as is
+    if not isinstance(arguments, dict) or not arguments:
+        return ""
+    key = _KEY_ARGUMENT.get(tool)
+    parts: list[str] = []
+    if key and key in arguments:
+        parts.append(_value(arguments[key]))
+    for name, value in arguments.items():
+        if name != key and value not in (None, False, ""):
+            parts.append(f"{name}={_value(value)}")
+    return one_line(" ".join(parts), width)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def preview(text: str | None, lines: int = 3, width: int = 100) -> list[str]:
+    """The first few non-empty lines of a result, each cut to ``width``."""
+    if not text:
+        return []
+    shown: list[str] = []
+    for line in text.splitlines():
+        if line.strip():
+            shown.append(line if len(line) <= width else line[: width - 1] + "…")
+        if len(shown) == lines:
+            break
+    return shown

@@ -1,0 +1,106 @@
+"""The timeline's non-turn blocks: user messages, nudges, completion, errors, notices."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown as RichMarkdown
+from rich.text import Text
+from textual.widgets import Static
+
+from agent.transcript import (
+    AbortBlock,
+    ErrorBlock,
+    NoticeBlock,
+    RawBlock,
+    TaskCompleteBlock,
+    UserBlock,
+)
+
+
+class UserMessageView(Static):
+    def __init__(self, block: UserBlock) -> None:
+        super().__init__(classes="user-message")
+        self.block = block
+
+    def render(self) -> RenderableType:
+        return Text.assemble(("❯ ", "bold"), self.block.content)
+
+
+class NudgeView(Static):
+    """An autopilot continuation: the loop pushing the model on, numbered."""
+
+    def __init__(self, block: UserBlock, cap: int | None) -> None:
+        super().__init__(classes="nudge")
+        self.block = block
+        self.cap = cap
+
+    def render(self) -> RenderableType:
+        number = self.block.nudge_number or 0
+        of = f" of {self.cap}" if self.cap else ""
+        first_line = self.block.content.split(". ")[0]
+        return Text.assemble(
+            (f"↻ autopilot nudge {number}{of}", "bold"),
+            ("  ", ""),
+            (first_line + ".", "italic"),
+        )
+
+
+class TaskCompleteView(Static):
+    def __init__(self, block: TaskCompleteBlock) -> None:
+        super().__init__(classes="task-complete")
+        self.block = block
+
+    def render(self) -> RenderableType:
+        title = Text("✔ Task complete", style="bold")
+        summary = self.block.summary or "(no summary)"
+        return Group(title, RichMarkdown(summary))
+
+
+class ErrorView(Static):
+    def __init__(self, block: ErrorBlock) -> None:
+        super().__init__(classes="error")
+        self.block = block
+
+    def render(self) -> RenderableType:
+        block = self.block
+        return Group(
+            Text.assemble(("✗ Error ", "bold"), (f"({block.error_type}) ", "bold"), block.message),
+            Text(f"  → {block.hint}", style="italic"),
+        )
+
+
+class AbortView(Static):
+    def __init__(self, block: AbortBlock) -> None:
+        super().__init__(classes="abort")
+        self.block = block
+
+    def render(self) -> RenderableType:
+        return Text("■ Aborted — the running turn was stopped. Send a message to go on.")
+
+
+class NoticeView(Static):
+    def __init__(self, block: NoticeBlock) -> None:
+        super().__init__(classes=f"notice -{block.kind}")
+        self.block = block
+
+    def render(self) -> RenderableType:
+        text = Text(f"• {self.block.message}")
+        if self.block.tip:
+            text.append(f"  ({self.block.tip})", style="italic")
+        return text
+
+
+class RawView(Static):
+    """An event loopdeck does not know: shown compactly, never dropped."""
+
+    def __init__(self, block: RawBlock) -> None:
+        super().__init__(classes="raw")
+        self.block = block
+
+    def render(self) -> RenderableType:
+        data = json.dumps(self.block.data, ensure_ascii=False)
+        if len(data) > 160:
+            data = data[:159] + "…"
+        return Text.assemble((f"{{{self.block.type}}} ", "bold"), data)

@@ -1,0 +1,191 @@
+"""The timeline: the session drawn from its transcript, block by block.
+
+Events go into a :class:`Transcript`; each change it reports updates or mounts one
+widget. Mounted height is bounded: past ``max_mounted`` top-level blocks the oldest
+are unmounted and a "load earlier" row takes their place. Replays and resumes mount
+the tail first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Static
+
+from agent.events import Event
+from agent.transcript import (
+    AbortBlock,
+    Block,
+    Change,
+    ErrorBlock,
+    NoticeBlock,
+    RawBlock,
+    TaskCompleteBlock,
+    ToolCallBlock,
+    Transcript,
+    TurnBlock,
+    UserBlock,
+)
+from widgets.message_blocks import (
+    AbortView,
+    ErrorView,
+    NoticeView,
+    NudgeView,
+    RawView,
+    TaskCompleteView,
+    UserMessageView,
+)
+from widgets.tool_card import ToolCard
+from widgets.turn_view import TurnView
+
+MAX_MOUNTED = 60  # top-level blocks kept as widgets
+LOAD_CHUNK = 40
+LIVE_TURNS = 3  # the newest turns keep their rich Markdown widget
+
+
+class LoadEarlier(Static, can_focus=True):
+    """The row standing in for unmounted older blocks."""
+
+    class Pressed(Message):
+        pass
+
+    def on_click(self) -> None:
+        self.post_message(self.Pressed())
+
+    def key_enter(self) -> None:
+        self.post_message(self.Pressed())
+
+
+class Timeline(VerticalScroll):
+    def __init__(self, *, nudge_cap: int | None = None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.transcript = Transcript()
+        self.nudge_cap = nudge_cap
+        self.max_mounted = MAX_MOUNTED
+        self._views: dict[int, Widget] = {}  # block_id -> mounted view
+        self._first_mounted = 0  # index in transcript.items of the oldest mounted block
+        self._load_row = LoadEarlier(classes="load-earlier")
+        self._live_turns: list[TurnView] = []
+
+    def on_mount(self) -> None:
+        self.anchor()
+        self._load_row.display = False
+        self.mount(self._load_row)
+
+    # --- feeding -------------------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        """One live event: fold it, then touch only the widgets it changed."""
+        for change in self.transcript.apply(event):
+            self._show(change)
+
+    def load(self, events: Iterable[Event]) -> None:
+        """Earlier events (resume, replay): fold all, mount only the tail."""
+        for event in events:
+            self.transcript.apply(event)
+        self.transcript.finish_replay()
+        items = self.transcript.items
+        start = max(0, len(items) - self.max_mounted)
+        self._first_mounted = len(items)
+        self._mount_range(start, len(items), at_end=True)
+        self._first_mounted = start
+        self._update_load_row()
+
+    # --- widgets -------------------------------------------------------------------
+
+    def _show(self, change: Change) -> None:
+        item = change.item
+        if change.parent is not None and isinstance(item, ToolCallBlock):
+            turn_view = self._views.get(change.parent.block_id)
+            if isinstance(turn_view, TurnView):
+                turn_view.sync_tool(item)
+            return
+        view = self._views.get(item.block_id)
+        if view is None:
+            if change.kind == "added" or item in self.transcript.items[-1:]:
+                self._append(item)
+            return
+        if isinstance(view, TurnView | ToolCard):
+            view.sync()
+        else:
+            view.refresh()
+
+    def _append(self, item: Block) -> None:
+        view = self._make_view(item)
+        self._views[item.block_id] = view
+        self.mount(view)
+        if isinstance(view, TurnView):
+            self._live_turns.append(view)
+            while len(self._live_turns) > LIVE_TURNS:
+                self._live_turns.pop(0).collapse()
+        self._prune()
+
+    def _make_view(self, item: Block) -> Widget:
+        match item:
+            case TurnBlock():
+                return TurnView(item)
+            case UserBlock(is_nudge=True):
+                return NudgeView(item, self.nudge_cap)
+            case UserBlock():
+                return UserMessageView(item)
+            case ToolCallBlock():
+                return ToolCard(item)  # a call with no turn (foreign logs)
+            case TaskCompleteBlock():
+                return TaskCompleteView(item)
+            case ErrorBlock():
+                return ErrorView(item)
+            case AbortBlock():
+                return AbortView(item)
+            case NoticeBlock():
+                return NoticeView(item)
+            case RawBlock():
+                return RawView(item)
+        raise TypeError(f"no view for {type(item).__name__}")  # pragma: no cover
+
+    def _prune(self) -> None:
+        items = self.transcript.items
+        while len(items) - self._first_mounted > self.max_mounted:
+            old = items[self._first_mounted]
+            view = self._views.pop(old.block_id, None)
+            if view is not None:
+                if view in self._live_turns:
+                    self._live_turns.remove(view)
+                view.remove()
+            self._first_mounted += 1
+        self._update_load_row()
+
+    def _mount_range(self, start: int, stop: int, *, at_end: bool) -> None:
+        items = self.transcript.items
+        views = []
+        for item in items[start:stop]:
+            view = self._make_view(item)
+            self._views[item.block_id] = view
+            views.append(view)
+        if not views:
+            return
+        if at_end:
+            self.mount_all(views)
+        else:
+            self.mount_all(views, after=self._load_row)
+
+    def on_load_earlier_pressed(self, _: LoadEarlier.Pressed) -> None:
+        self.load_earlier()
+
+    def load_earlier(self) -> None:
+        start = max(0, self._first_mounted - LOAD_CHUNK)
+        self._mount_range(start, self._first_mounted, at_end=False)
+        self._first_mounted = start
+        self._update_load_row()
+
+    def _update_load_row(self) -> None:
+        hidden = self._first_mounted
+        self._load_row.display = hidden > 0
+        if hidden:
+            self._load_row.update(f"▲ {hidden} earlier blocks — click or press enter to load more")
+
+    @property
+    def mounted_blocks(self) -> int:
+        return len(self._views)

@@ -1,0 +1,128 @@
+"""A tool execution as a card: what ran, its state, a preview; expands to full output."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
+
+from agent.transcript import ToolCallBlock
+from widgets.format import duration, preview, summarize_arguments
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_GLYPH = {
+    "pending": "○",
+    "running": "●",
+    "success": "✓",
+    "failure": "✗",
+    "interrupted": "■",
+}
+_PREVIEW_LINES = 3
+
+
+class ToolCard(Static, can_focus=True):
+    """Renders one :class:`ToolCallBlock`. The full output is built only when expanded."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter,space", "toggle_output", "Expand/collapse", show=False)
+    ]
+
+    def __init__(self, block: ToolCallBlock) -> None:
+        super().__init__(classes=f"tool-card -{block.status}")
+        self.block = block
+        self.expanded = False
+        self._frame = 0
+        self._status = block.status
+
+    def on_mount(self) -> None:
+        self.sync()
+
+    def sync(self) -> None:
+        """Re-render from the block (called when its events arrive)."""
+        status = self.block.status
+        if status != self._status:
+            self.remove_class(f"-{self._status}")
+            self.add_class(f"-{status}")
+            self._status = status
+        if status == "running" and not self.is_spinning:
+            self._spinner = self.set_interval(0.12, self._spin)
+        elif status != "running" and self.is_spinning:
+            self._spinner.stop()
+            del self._spinner
+        self.update(self._render_card())
+
+    @property
+    def is_spinning(self) -> bool:
+        return hasattr(self, "_spinner")
+
+    def _spin(self) -> None:
+        self._frame = (self._frame + 1) % len(SPINNER)
+        self.update(self._render_card())
+
+    def action_toggle_output(self) -> None:
+        if self.block.finished:
+            self.expanded = not self.expanded
+            self.update(self._render_card())
+
+    def on_click(self) -> None:
+        self.action_toggle_output()
+
+    def _render_card(self) -> RenderableType:
+        block = self.block
+        glyph = SPINNER[self._frame] if block.status == "running" else _GLYPH[block.status]
+        head = Text.assemble(
+            (f"{glyph} ", f"bold {_status_style(block.status)}"),
+            (block.name, "bold"),
+            "  ",
+            (summarize_arguments(block.name, block.arguments), "italic"),
+        )
+        took = duration(block.duration)
+        if took:
+            head.append(f"  {took}", style="dim")
+        if block.status == "running":
+            body = [Text(f"  {block.last_line}", style="dim")] if block.last_line else []
+            return Group(head, *body)
+        if self.expanded:
+            return Group(head, *self._full_output())
+        lines = preview(block.error if block.status != "success" else block.result, _PREVIEW_LINES)
+        body = [
+            Text(f"  {line}", style="dim" if block.status == "success" else "") for line in lines
+        ]
+        hidden = _line_count(block) - len(lines)
+        if hidden > 0:
+            body.append(Text(f"  … {hidden} more lines (enter to expand)", style="dim italic"))
+        return Group(head, *body)
+
+    def _full_output(self) -> list[RenderableType]:
+        block = self.block
+        out: list[RenderableType] = []
+        if block.error and block.status != "success":
+            out.append(Text(block.error, style="red"))
+        detail = block.detailed_content
+        if detail and _looks_like_diff(detail):
+            out.append(Syntax(detail, "diff", theme="ansi_dark", word_wrap=True))
+        elif block.result:
+            out.append(Text(block.result))
+        return out
+
+
+def _status_style(status: str) -> str:
+    return {
+        "success": "green",
+        "failure": "red",
+        "interrupted": "yellow",
+        "running": "cyan",
+    }.get(status, "dim")
+
+
+def _line_count(block: ToolCallBlock) -> int:
+    text = block.error if block.status != "success" else block.result
+    return sum(1 for line in (text or "").splitlines() if line.strip())
+
+
+def _looks_like_diff(text: str) -> bool:
+    return text.startswith(("---", "diff ", "@@"))

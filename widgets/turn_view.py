@@ -1,0 +1,175 @@
+"""One turn (= one model call): a header, the streamed reply, its tool cards.
+
+While the reply streams, text goes to a Markdown widget through ``MarkdownStream``,
+flushed about ten times a second; when the message ends it gets one full render.
+Older turns ``collapse()`` to a single cheap renderable.
+"""
+
+from __future__ import annotations
+
+from rich.markdown import Markdown as RichMarkdown
+from rich.text import Text
+from textual.containers import Vertical
+from textual.timer import Timer
+from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from agent.transcript import ToolCallBlock, TurnBlock
+from widgets.format import cost, duration, tokens
+from widgets.tool_card import ToolCard
+
+FLUSH_SECONDS = 0.1
+
+
+class TurnHeader(Static):
+    def __init__(self, block: TurnBlock) -> None:
+        super().__init__(classes="turn-header")
+        self.block = block
+
+    def render(self) -> Text:
+        block = self.block
+        text = Text.assemble((f"Turn {block.number}", "bold"))
+        parts = [block.model or ""]
+        if block.finished:
+            parts.append(duration(block.duration))
+        usage = []
+        if block.input_tokens:
+            usage.append(f"{tokens(block.input_tokens)} in")
+        if block.output_tokens:
+            usage.append(f"{tokens(block.output_tokens)} out")
+        if usage:
+            parts.append(" / ".join(usage))
+        if block.cost:
+            parts.append(cost(block.cost))
+        if block.retries:
+            parts.append(f"{block.retries} retr{'y' if block.retries == 1 else 'ies'}")
+        if block.status == "running":
+            parts.append("thinking…" if not block.text and not block.tools else "working…")
+        elif block.status in ("aborted", "error"):
+            parts.append(block.status)
+        shown = [p for p in parts if p]
+        if shown:
+            text.append("  ·  " + "  ·  ".join(shown), style="dim")
+        return text
+
+
+class TurnView(Vertical):
+    def __init__(self, block: TurnBlock) -> None:
+        super().__init__(classes="turn")
+        self.block = block
+        self.header = TurnHeader(block)
+        self._body: Markdown | Static | None = None
+        self._stream: MarkdownStream | None = None
+        self._shown = ""  # text already handed to the Markdown widget
+        self._pending = ""
+        self._flush_timer: Timer | None = None
+        self._cards: dict[str, ToolCard] = {}
+        self._collapsed = False
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield self.header
+
+    def on_mount(self) -> None:
+        for tool in self.block.tools:
+            self.add_tool(tool)
+        if self.block.finished:
+            # Mounted as history (replay, resume, "load earlier"): cheap from the start.
+            self.header.refresh()
+            self._collapsed = True
+            self._shown = self.block.text
+            if self.block.text.strip():
+                self._body = Static(RichMarkdown(self.block.text), classes="turn-text")
+                self.mount(self._body, after=self.header)
+            self.set_class(self.block.status in ("aborted", "error"), "-failed")
+            return
+        self.sync()
+
+    # --- updates from the timeline ---------------------------------------------
+
+    def sync(self) -> None:
+        block = self.block
+        self.header.refresh()
+        self.set_class(block.status == "running", "-running")
+        self.set_class(block.status in ("aborted", "error"), "-failed")
+        text = block.text
+        if text != self._shown + self._pending:
+            if text.startswith(self._shown + self._pending):
+                self._pending += text[len(self._shown) + len(self._pending) :]
+                self._schedule_flush()
+            else:
+                self._render_full(text)  # replaced, not appended: render it whole
+        if block.finished and not self._collapsed:
+            self._finish()
+
+    def add_tool(self, tool: ToolCallBlock) -> None:
+        if tool.tool_call_id in self._cards:
+            return
+        card = ToolCard(tool)
+        self._cards[tool.tool_call_id] = card
+        self.mount(card)
+
+    def sync_tool(self, tool: ToolCallBlock) -> None:
+        card = self._cards.get(tool.tool_call_id)
+        if card is None:
+            self.add_tool(tool)
+        else:
+            card.sync()
+
+    def collapse(self) -> None:
+        """Swap live widgets for one cheap renderable; the turn is history now."""
+        if self._collapsed or not self.block.finished:
+            return
+        self._collapsed = True
+        if isinstance(self._body, Markdown):
+            text = self.block.text
+            self._body.remove()
+            self._body = Static(RichMarkdown(text), classes="turn-text") if text.strip() else None
+            if self._body is not None:
+                self.mount(self._body, after=self.header)
+
+    # --- streaming ---------------------------------------------------------------
+
+    def _ensure_markdown(self) -> Markdown:
+        if not isinstance(self._body, Markdown):
+            if self._body is not None:
+                self._body.remove()
+            self._body = Markdown("", classes="turn-text")
+            self.mount(self._body, after=self.header)
+        return self._body
+
+    def _schedule_flush(self) -> None:
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush)
+
+    async def _flush(self) -> None:
+        self._flush_timer = None
+        if not self._pending:
+            return
+        chunk, self._pending = self._pending, ""
+        self._shown += chunk
+        markdown = self._ensure_markdown()
+        if self._stream is None:
+            self._stream = Markdown.get_stream(markdown)
+        await self._stream.write(chunk)
+
+    def _render_full(self, text: str) -> None:
+        self._pending = ""
+        self._shown = text
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        if self._stream is not None:
+            self.run_worker(self._stream.stop(), exclusive=False)
+            self._stream = None
+        if text.strip():
+            self._ensure_markdown().update(text)
+        elif self._body is not None:
+            self._body.remove()
+            self._body = None
+
+    def _finish(self) -> None:
+        """The message ended: one final full render of the whole text."""
+        text = self.block.text
+        streaming = self._stream is not None or self._pending or self._flush_timer is not None
+        if streaming or (text.strip() and self._body is None):
+            self._render_full(text)
