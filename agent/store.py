@@ -310,11 +310,14 @@ class SessionStore:
         raise SessionNotFound(f"{id_or_prefix!r} matches {len(matches)} sessions ({shown}…)")
 
     def latest(self, cwd: Path | None = None) -> str:
-        """The most recent session, preferring those started in ``cwd``."""
+        """The most recent session (of ``cwd`` when given)."""
         sessions = self.list_sessions()
         if cwd is not None:
-            here = [s for s in sessions if s.cwd == str(cwd)]
-            sessions = here or sessions
+            sessions = [s for s in sessions if s.cwd == str(cwd)]
+            if not sessions:
+                raise SessionNotFound(
+                    f"no sessions in {cwd} yet (loopdeck sessions --all lists the others)"
+                )
         if not sessions:
             raise SessionNotFound(f"no sessions yet in {self.root}")
         return sessions[0].id

@@ -93,7 +93,7 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         sys.stderr.write(f"loopdeck: {exc}\n")
         return EXIT_USAGE
     printer = HeadlessPrinter(args.output_format, sys.stdout, sys.stderr)
-    session.subscribe(printer)
+    session.subscribe(printer, replay=True)  # json shows session.start / resume too
     loop = asyncio.get_running_loop()
     interrupts = 0
 

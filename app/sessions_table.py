@@ -44,15 +44,17 @@ def format_table(rows: list[tuple[str, ...]], width: int) -> list[str]:
     lines = []
     for row in [_HEADERS, *rows]:
         cells = [
-            _fit(cell, w).rjust(w) if i == 4 else _fit(cell, w).ljust(w)
+            _fit(cell, w).rjust(w) if i == 4 else _fit(cell, w, keep_end=i == 2).ljust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells))
     return lines
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _fit(text: str, width: int, *, keep_end: bool = False) -> str:
+    if len(text) <= width:
+        return text
+    return "…" + text[-(width - 1) :] if keep_end else text[: width - 1] + "…"
 
 
 def _home_relative(cwd: str) -> str:

@@ -155,8 +155,7 @@ def test_json_output_is_one_event_per_line_ending_with_idle(
     assert "tool.execution_complete" in types
     messages = [e["data"]["content"] for e in events if e["type"] == "assistant.message"]
     assert messages == ["Looking.", "It is in notes.txt."]
-    # The answer is not printed a second time as plain text; the hint stays on stderr.
-    assert "It is in notes.txt.\n" not in out.replace(lines[-1], "")
+    # Every stdout line parsed as JSON above: no plain-text answer; the hint is on stderr.
     resumed_id(err, loopdeck_home)
 
 
@@ -442,7 +441,7 @@ def test_continue_with_no_sessions_exits_2(
 ) -> None:
     code, _, err = run(capsys, "-p", "hi", "--model", "scripted:demo", "--continue")
     assert code == 2
-    assert "no sessions yet" in err
+    assert f"no sessions in {workspace} yet" in err
 
 
 # --- loopdeck sessions -------------------------------------------------------------
