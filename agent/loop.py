@@ -88,6 +88,10 @@ class LoopHost(Protocol):
 
     def system_prompt(self) -> str: ...
 
+    async def authorize(self, request: ToolRequest) -> ToolResult | None:
+        """None if the call may run, else the failed result the model reads."""
+        ...
+
 
 @dataclass(slots=True)
 class LoopOutcome:
@@ -284,9 +288,13 @@ class TurnLoop:
         def progress(line: str) -> None:
             host.emit(ToolExecutionPartialResultData(tool_call_id=call_id, partial_output=line))
 
-        result = await execute(
-            host.tools(), request.name, request.arguments, host.tool_context(progress)
-        )
+        denial = await host.authorize(request)
+        if denial is not None:
+            result = denial
+        else:
+            result = await execute(
+                host.tools(), request.name, request.arguments, host.tool_context(progress)
+            )
         host.emit(
             ToolExecutionCompleteData(
                 tool_call_id=call_id,

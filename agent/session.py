@@ -35,6 +35,7 @@ from agent.events import (
     SessionWarningData,
     ToolErrorPayload,
     ToolExecutionCompleteData,
+    ToolRequest,
     UserMessageData,
     WorkingDirectoryContext,
     now_iso,
@@ -42,9 +43,11 @@ from agent.events import (
 from agent.history import History
 from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
 from agent.models.base import ModelClient
+from agent.permission_gate import PermissionGate
+from agent.permissions import PermissionPolicy
 from agent.prompt import build_system_prompt, git_branch
 from agent.store import SessionStore, SessionWriter, read_events
-from agent.tools.base import ToolContext
+from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 
 log = logging.getLogger(__name__)
@@ -65,6 +68,7 @@ class Session:
         max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+        policy: PermissionPolicy | None = None,
     ) -> None:
         self.id = session_id
         self.model = model
@@ -91,6 +95,7 @@ class Session:
         self._prompts: dict[Mode, str] = {}
         self._registries: dict[Mode, ToolRegistry] = {}
         self._registry_factory = registry_factory or _default_registry
+        self.permissions = PermissionGate(self, policy)
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
@@ -108,6 +113,7 @@ class Session:
         max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+        policy: PermissionPolicy | None = None,
     ) -> Session:
         session = cls(
             session_id=str(uuid.uuid4()),
@@ -118,6 +124,7 @@ class Session:
             max_autopilot_continues=max_autopilot_continues,
             extra_dirs=extra_dirs,
             registry_factory=registry_factory,
+            policy=policy,
         )
         if store is not None:
             session._writer = await store.open_writer(session.id)
@@ -144,6 +151,7 @@ class Session:
         max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+        policy: PermissionPolicy | None = None,
     ) -> Session:
         """Rebuild a session from its log and continue it in the same file and mode."""
         read = read_events(store.events_path(session_id))
@@ -158,6 +166,7 @@ class Session:
             max_autopilot_continues=max_autopilot_continues,
             extra_dirs=extra_dirs,
             registry_factory=registry_factory,
+            policy=policy,
         )
         session._started_at = str(meta.get("startedAt") or session._started_at)
         session._backlog = list(read.events)
@@ -310,6 +319,9 @@ class Session:
         return ToolContext(
             cwd=self.cwd, extra_dirs=list(self.extra_dirs), report_progress=report_progress
         )
+
+    async def authorize(self, request: ToolRequest) -> ToolResult | None:
+        return await self.permissions.check(request)
 
     def system_prompt(self) -> str:
         prompt = self._prompts.get(self._mode)

@@ -66,6 +66,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="resume the most recent session in this directory",
     )
     parser.add_argument("--cwd", type=Path, help="work in DIR instead of the current directory")
+    perms = parser.add_argument_group("permissions")
+    perms.add_argument(
+        "--allow-tool",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="allow without asking: 'shell', 'shell(git:*)', 'write', a tool name",
+    )
+    perms.add_argument(
+        "--deny-tool",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="always refuse, e.g. 'shell(rm)'; deny wins over every allow",
+    )
+    perms.add_argument(
+        "--allow-all-tools", action="store_true", help="never ask (deny rules apply)"
+    )
+    perms.add_argument(
+        "--yolo", action="store_true", help="--allow-all-tools, and paths outside the workspace"
+    )
+    perms.add_argument(
+        "--add-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="let file tools reach DIR too",
+    )
     parser.add_argument(
         "--show-system-prompt", action="store_true", help="print the system prompt and exit"
     )

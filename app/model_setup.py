@@ -11,6 +11,7 @@ from agent.loop import DEFAULT_MAX_CONTINUES
 from agent.models.base import ModelClient
 from agent.models.scripted import SCRIPTED_PREFIX, ScriptedModel
 from agent.models.select import ConfigError, choose_model, user_config_dir
+from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
 from agent.store import SessionStore, loopdeck_home
 
@@ -61,6 +62,7 @@ async def open_session(
     from agent.store import SessionNotFound
 
     store = SessionStore(loopdeck_home())
+    policy, extra_dirs = permission_setup(args)
     cap = args.max_autopilot_continues
     cap = DEFAULT_MAX_CONTINUES if cap is None else cap
     try:
@@ -85,11 +87,38 @@ async def open_session(
             model=model,
             cwd=cwd if args.cwd else None,
             max_autopilot_continues=cap,
+            policy=policy,
+            extra_dirs=extra_dirs,
         )
         if args.autopilot:
             session.set_mode("autopilot")
         return session
     mode: Mode = "autopilot" if args.autopilot else "interactive"
     return await Session.create(
-        model=model, cwd=cwd, mode=mode, store=store, max_autopilot_continues=cap
+        model=model,
+        cwd=cwd,
+        mode=mode,
+        store=store,
+        max_autopilot_continues=cap,
+        policy=policy,
+        extra_dirs=extra_dirs,
     )
+
+
+def permission_setup(args: argparse.Namespace) -> tuple[PermissionPolicy, list[Path]]:
+    """The policy and extra directories the permission flags describe."""
+    try:
+        policy = PermissionPolicy.from_flags(
+            args.allow_tool, args.deny_tool, allow_all=args.allow_all_tools or args.yolo
+        )
+    except RuleError as exc:
+        raise SetupError(str(exc)) from exc
+    extra_dirs: list[Path] = []
+    for directory in args.add_dir:
+        path = directory.expanduser().resolve()
+        if not path.is_dir():
+            raise SetupError(f"--add-dir {directory}: not a directory")
+        extra_dirs.append(path)
+    if args.yolo:
+        extra_dirs.append(Path("/"))
+    return policy, extra_dirs

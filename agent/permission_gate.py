@@ -1,0 +1,196 @@
+"""The check every tool call passes before it runs, and the events that record it.
+
+Reads go straight through. Writes and shell commands are decided by the policy;
+what it leaves open is asked of a human (interactive mode with a UI attached) or
+denied (autopilot and headless runs never wait for a human). Each decision is a
+``permission.requested`` / ``permission.completed`` pair in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from agent.events import (
+    Event,
+    EventData,
+    Mode,
+    PermissionCompletedData,
+    PermissionRequestedData,
+    ToolRequest,
+)
+from agent.permissions import (
+    Kind,
+    PermissionAnswer,
+    PermissionAsker,
+    PermissionPolicy,
+    PermissionPrompt,
+    Rule,
+    command_identifiers,
+)
+from agent.tools.base import ToolArgs, ToolContext, ToolError, ToolResult
+from agent.tools.registry import ToolRegistry
+
+
+class GateHost(Protocol):
+    @property
+    def mode(self) -> Mode: ...
+
+    def emit(self, data: EventData) -> Event: ...
+
+    def tools(self) -> ToolRegistry: ...
+
+    def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext: ...
+
+
+class PermissionGate:
+    def __init__(self, host: GateHost, policy: PermissionPolicy | None = None) -> None:
+        self.host = host
+        self.policy = policy or PermissionPolicy()
+        # Set by an interactive UI; None means nobody can be asked.
+        self.asker: PermissionAsker | None = None
+
+    async def check(self, request: ToolRequest) -> ToolResult | None:
+        """None when the call may run; otherwise the failed result the model reads."""
+        tool = self.host.tools().get(request.name)
+        if tool is None or tool.kind == "read":
+            return None
+        args = _validated(tool.Args, request.arguments)
+        if args is None:
+            return None  # the tool call itself will fail with a readable message
+        prompt = self._prompt(tool.kind, request, args)
+        if prompt is None:
+            return None
+        verdict, rule = self.policy.decide(prompt.kind, request.name, prompt.command)
+        self.host.emit(
+            PermissionRequestedData(
+                request_id=prompt.request_id, permission_request=_wire_request(prompt)
+            )
+        )
+        answered = False
+        try:
+            result, denial = await self._resolve(verdict, rule, prompt)
+            answered = True
+        finally:
+            if not answered:  # aborted while waiting for the human
+                self._complete(prompt, {"kind": "cancelled", "reason": "aborted"})
+        self._complete(prompt, result)
+        return denial
+
+    async def _resolve(
+        self, verdict: str, rule: Rule | None, prompt: PermissionPrompt
+    ) -> tuple[dict[str, Any], ToolResult | None]:
+        if verdict == "allow":
+            return {"kind": "approved"}, None
+        what = _describe(prompt)
+        if verdict == "deny":
+            assert rule is not None
+            message = f"Permission denied: {what} is denied by the rule {rule}."
+            return {"kind": "denied-by-rules", "rules": [rule.wire()]}, ToolResult.failure(message)
+        if self.asker is None or self.host.mode != "interactive":
+            who = "autopilot" if self.host.mode == "autopilot" else "this non-interactive run"
+            message = (
+                f"Permission denied: {what} needs approval and {who} cannot ask the user. "
+                "Allow it with --allow-tool (e.g. --allow-tool 'shell(git:*)' or "
+                "--allow-tool write) or --allow-all-tools."
+            )
+            result = {"kind": "denied-no-approval-rule-and-could-not-request-from-user"}
+            return result, ToolResult.failure(message)
+        answer: PermissionAnswer = await self.asker(prompt)
+        match answer.decision:
+            case "approve":
+                return {"kind": "approved"}, None
+            case "session":
+                self.policy.approve_for_session(prompt.kind, prompt.command)
+                return {"kind": "approved-for-session", "approval": _approval(prompt)}, None
+            case _:
+                feedback = (answer.feedback or "").strip()
+                message = f"The user denied {what}."
+                if feedback:
+                    message += f" Their feedback: {feedback}"
+                denied: dict[str, Any] = {"kind": "denied-interactively-by-user"}
+                if feedback:
+                    denied["feedback"] = feedback
+                return denied, ToolResult.failure(message)
+
+    def _complete(self, prompt: PermissionPrompt, result: dict[str, Any]) -> None:
+        self.host.emit(
+            PermissionCompletedData(
+                request_id=prompt.request_id, result=result, tool_call_id=prompt.tool_call_id
+            )
+        )
+
+    def _prompt(self, kind: Kind, request: ToolRequest, args: ToolArgs) -> PermissionPrompt | None:
+        base = {
+            "request_id": str(uuid.uuid4()),
+            "tool_call_id": request.tool_call_id,
+            "tool_name": request.name,
+        }
+        if kind == "shell":
+            command = str(getattr(args, "command", ""))
+            intention = str(getattr(args, "description", None) or f"Run `{command}`")
+            return PermissionPrompt(kind="shell", intention=intention, command=command, **base)
+        tool = self.host.tools().get(request.name)
+        preview = getattr(tool, "preview", None)
+        path = str(getattr(args, "path", ""))
+        diff: str | None = None
+        if callable(preview):
+            try:
+                diff = preview(args, self.host.tool_context(lambda _line: None))
+            except ToolError:
+                return None  # the call will fail the same way when it runs
+        verb = "Create" if request.name == "create" else "Edit"
+        return PermissionPrompt(
+            kind="write", intention=f"{verb} {path}", path=path, diff=diff, **base
+        )
+
+
+def _validated(model: type[ToolArgs], raw: Any) -> ToolArgs | None:
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+        return model.model_validate(data if data is not None else {})
+    except (ValueError, ValidationError):
+        return None
+
+
+def _describe(prompt: PermissionPrompt) -> str:
+    if prompt.kind == "shell":
+        return f"the shell command `{prompt.command}`"
+    return f"writing {prompt.path}"
+
+
+def _approval(prompt: PermissionPrompt) -> dict[str, Any]:
+    if prompt.kind == "shell":
+        return {"kind": "commands", "commandIdentifiers": command_identifiers(prompt.command or "")}
+    return {"kind": "write"}
+
+
+def _wire_request(prompt: PermissionPrompt) -> dict[str, Any]:
+    """The SDK's ``permissionRequest`` shape for shell and write."""
+    if prompt.kind == "shell":
+        command = prompt.command or ""
+        return {
+            "kind": "shell",
+            "toolCallId": prompt.tool_call_id,
+            "fullCommandText": command,
+            "intention": prompt.intention,
+            "commands": [
+                {"identifier": name, "readOnly": False} for name in command_identifiers(command)
+            ],
+            "possiblePaths": [],
+            "possibleUrls": [],
+            "hasWriteFileRedirection": ">" in command,
+            "canOfferSessionApproval": True,
+        }
+    return {
+        "kind": "write",
+        "toolCallId": prompt.tool_call_id,
+        "fileName": prompt.path or "",
+        "diff": prompt.diff or "",
+        "intention": prompt.intention,
+        "canOfferSessionApproval": True,
+    }
