@@ -16,7 +16,9 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from agent.events import Event, SessionIdleData
+from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.session import Session
+from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
@@ -61,6 +63,7 @@ class LoopdeckApp(App[int]):
         self.hint = Static(IDLE_HINT, id="hint")
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
         self._last_ctrl_c = 0.0
+        self._startup_error: str | None = None
 
     def compose(self) -> ComposeResult:
         yield self.timeline
@@ -80,11 +83,13 @@ class LoopdeckApp(App[int]):
         try:
             session = await self._opener()
         except StartupError as exc:
+            self._startup_error = str(exc)
             self.status.note = "no session"
             self.status.refresh()
-            self.timeline.mount(Static(str(exc), classes="startup-error"))
+            self.timeline.mount(Static(str(exc), classes="startup-error", markup=False))
             return
         self.session = session
+        session.permissions.asker = self._ask_permission
         self.timeline.load(session.backlog)
         session.subscribe(self._on_event)
         self.status.note = ""
@@ -133,12 +138,29 @@ class LoopdeckApp(App[int]):
 
     def _send(self, text: str) -> None:
         if self.session is None:
-            self.notify("The session is still starting…", severity="warning")
+            if self._startup_error is not None:
+                self.notify(self._startup_error, title="No session", severity="error", markup=False)
+            else:
+                self.notify("The session is still starting…", severity="warning")
             return
+        # Right after send() the prompt sits in the queue until the runner task starts,
+        # even when the session was idle: only a send to a working session is queued.
+        was_busy = self.session.busy and not self._idle_now()
         self.session.send(text)
         self._refresh_status()
-        if self.session.queued:
+        if was_busy:
             self.notify("Queued: it will be sent when the agent is done.", timeout=3)
+
+    async def _ask_permission(self, prompt: PermissionPrompt) -> PermissionAnswer:
+        """Show the request inline at the end of the timeline and wait for y / a / n."""
+        view = PermissionPromptView(prompt)
+        await self.timeline.mount(view)
+        self.timeline.scroll_end(animate=False)
+        try:
+            return await view.answer
+        finally:
+            await view.remove()
+            self.prompt.focus()
 
     def action_abort(self) -> None:
         if self.session is not None and self.session.busy:

@@ -83,7 +83,12 @@ class ToolCard(Static, can_focus=True):
         took = duration(block.duration)
         if took:
             head.append(f"  {took}", style="dim")
+        note = _PERMISSION_NOTE.get(block.permission or "")
+        if note:
+            head.append(f"  {note}", style="italic")
         if block.status == "running":
+            if block.permission == "requested":
+                return Group(head, Text("  ⏸ waiting for your approval", style="bold"))
             body = [Text(f"  {block.last_line}", style="dim")] if block.last_line else []
             return Group(head, *body)
         if self.expanded:
@@ -108,6 +113,14 @@ class ToolCard(Static, can_focus=True):
         elif block.result:
             out.append(Text(block.result))
         return out
+
+
+_PERMISSION_NOTE = {
+    "approved-for-session": "approved for this session",
+    "denied-by-rules": "denied by rule",
+    "denied-interactively-by-user": "denied by you",
+    "denied-no-approval-rule-and-could-not-request-from-user": "denied automatically",
+}
 
 
 def _status_style(status: str) -> str:

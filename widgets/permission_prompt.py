@@ -1,0 +1,98 @@
+"""An inline permission request: exactly what will run or change, answered y / a / n.
+
+It ignores keys for a short moment after it appears, so keystrokes meant for the
+prompt (typed just before it showed up) cannot answer it by accident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from agent.permissions import PermissionAnswer, PermissionPrompt
+
+ARM_DELAY = 0.4  # seconds before keys count
+MAX_DIFF_LINES = 60
+
+
+class PermissionPromptView(Vertical, can_focus=True):
+    def __init__(self, prompt: PermissionPrompt) -> None:
+        super().__init__(classes="permission-prompt")
+        self.prompt = prompt
+        self.answer: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
+        self._shown_at = time.monotonic()
+        self._feedback: Input | None = None
+
+    def compose(self) -> ComposeResult:
+        prompt = self.prompt
+        title = "Run this command?" if prompt.kind == "shell" else f"{prompt.intention}?"
+        yield Static(Text.assemble(("⚠ Permission  ", "bold"), (title, "bold")), classes="title")
+        if prompt.kind == "shell":
+            if prompt.intention and not prompt.intention.startswith("Run `"):
+                yield Static(Text(prompt.intention, style="italic"))
+            yield Static(
+                Syntax(prompt.command or "", "bash", theme="ansi_dark", word_wrap=True),
+                classes="what",
+            )
+        else:
+            yield Static(_diff(prompt.diff or f"(no preview for {prompt.path})"), classes="what")
+        yield Static(
+            Text.assemble(
+                ("y", "bold"),
+                " yes, once   ",
+                ("a", "bold"),
+                " yes, always this session   ",
+                ("n", "bold"),
+                " no (then tell the agent why, or Enter to skip)",
+            ),
+            classes="keys",
+        )
+
+    def on_mount(self) -> None:
+        self._shown_at = time.monotonic()
+        self.focus()
+        self.scroll_visible()
+
+    def on_key(self, event: events.Key) -> None:
+        if self._feedback is not None or event.key not in ("y", "a", "n"):
+            return  # Esc still aborts the turn; Ctrl+C still quits
+        event.stop()
+        if time.monotonic() - self._shown_at < ARM_DELAY:
+            return  # typed before the request appeared: not an answer
+        match event.key:
+            case "y":
+                self._resolve(PermissionAnswer("approve"))
+            case "a":
+                self._resolve(PermissionAnswer("session"))
+            case _:
+                self._ask_feedback()
+
+    def _ask_feedback(self) -> None:
+        self._feedback = Input(
+            placeholder="Why not? (optional) — Enter to send", classes="feedback"
+        )
+        self.mount(self._feedback)
+        self._feedback.focus()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        message.stop()
+        self._resolve(PermissionAnswer("deny", message.value.strip() or None))
+
+    def _resolve(self, answer: PermissionAnswer) -> None:
+        if not self.answer.done():
+            self.answer.set_result(answer)
+
+
+def _diff(text: str) -> Syntax:
+    lines = text.splitlines()
+    if len(lines) > MAX_DIFF_LINES:
+        hidden = len(lines) - MAX_DIFF_LINES
+        text = "\n".join([*lines[:MAX_DIFF_LINES], f"… {hidden} more lines"])
+    return Syntax(text, "diff", theme="ansi_dark", word_wrap=True)
