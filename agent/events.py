@@ -160,6 +160,8 @@ class UserMessageData(EventData):
     agent_mode: Mode | None = None
     is_autopilot_continuation: bool | None = None
     source: str | None = None
+    # Set when a client gave the message an id (the SDK's ``session.send`` result).
+    message_id: str | None = None
 
 
 class AssistantTurnStartData(EventData):
@@ -284,6 +286,28 @@ class PermissionCompletedData(EventData):
     tool_call_id: str | None = None
 
 
+# --- tools defined by an SDK client --------------------------------------------
+
+
+class ExternalToolRequestedData(EventData):
+    """A tool the connected app defined was called; the app runs it and answers."""
+
+    TYPE = "external_tool.requested"
+    request_id: str
+    session_id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: Any = None
+    working_directory: str | None = None
+
+
+class ExternalToolCompletedData(EventData):
+    """The request is settled (answered, or abandoned by an abort)."""
+
+    TYPE = "external_tool.completed"
+    request_id: str
+
+
 class UnknownData(EventData):
     """Data of an event type loopdeck does not know: kept verbatim, shown raw."""
 
@@ -325,6 +349,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         ToolExecutionCompleteData,
         PermissionRequestedData,
         PermissionCompletedData,
+        ExternalToolRequestedData,
+        ExternalToolCompletedData,
     )
 }
 

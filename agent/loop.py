@@ -5,11 +5,17 @@ A reply with tool requests runs them and feeds their results to the next turn; a
 reply without is the final answer. In autopilot, ending without ``task_complete``
 injects a nudge (a ``user.message`` with ``isAutopilotContinuation``), up to a cap.
 Whatever happens, :meth:`TurnLoop.run` returns and the caller emits ``session.idle``.
+
+The session's :class:`~agent.hooks.LoopHooks` are awaited at four points: the
+prompt, before and after each tool, and when the loop is about to stop (a hook
+may keep it going). Messages sent while it runs (``take_steering``) join at the
+next turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import uuid
 from dataclasses import dataclass
@@ -31,6 +37,7 @@ from agent.events import (
     SessionAutopilotStoppedData,
     SessionErrorData,
     SessionTaskCompleteData,
+    SessionWarningData,
     ToolErrorPayload,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
@@ -40,6 +47,7 @@ from agent.events import (
     UserMessageData,
 )
 from agent.history import History
+from agent.hooks import LoopHooks, ToolAfterword, ToolDecision
 from agent.models.base import (
     ModelClient,
     ModelReply,
@@ -61,6 +69,8 @@ NUDGE = (
 )
 DEFAULT_MAX_CONTINUES = 5
 INTERRUPTED = "Interrupted: the user aborted this tool call before it finished."
+# How many times an agentStop hook may keep one send going.
+MAX_STOP_BLOCKS = 10
 
 
 class LoopHost(Protocol):
@@ -68,6 +78,7 @@ class LoopHost(Protocol):
 
     history: History
     model: ModelClient
+    hooks: LoopHooks
 
     @property
     def mode(self) -> Mode: ...
@@ -90,6 +101,10 @@ class LoopHost(Protocol):
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
         """None if the call may run, else the failed result the model reads."""
+        ...
+
+    def take_steering(self) -> list[tuple[str, str | None]]:
+        """Messages sent into the running loop since last asked: (text, message id)."""
         ...
 
 
@@ -115,17 +130,36 @@ class TurnLoop:
     def __init__(self, host: LoopHost) -> None:
         self.host = host
         self.outcome = LoopOutcome()
+        self._stop_blocks = 0
 
-    async def run(self, prompt: str) -> LoopOutcome:
+    async def run(self, prompt: str, message_id: str | None = None) -> LoopOutcome:
         host = self.host
-        host.emit(UserMessageData(content=prompt, agent_mode=host.mode))
         try:
+            if not await self._submit(prompt, message_id):
+                return self.outcome
             while True:
-                if await self._run_until_final():
-                    break
-                if host.mode != "autopilot":
-                    break
-                if self.outcome.nudges >= host.max_autopilot_continues:
+                completed = await self._run_until_final()
+                if self._steer():
+                    continue
+                autopilot_unfinished = not completed and host.mode == "autopilot"
+                if autopilot_unfinished and self.outcome.nudges < host.max_autopilot_continues:
+                    self.outcome.nudges += 1
+                    host.emit(
+                        UserMessageData(
+                            content=NUDGE, agent_mode="autopilot", is_autopilot_continuation=True
+                        )
+                    )
+                    continue
+                stop_reason = (
+                    "task_complete"
+                    if completed
+                    else "continuation_cap"
+                    if autopilot_unfinished
+                    else "end_turn"
+                )
+                if await self._stop_blocked(stop_reason):
+                    continue
+                if autopilot_unfinished:
                     self.outcome.stopped_at_cap = True
                     host.emit(
                         SessionAutopilotStoppedData(
@@ -135,13 +169,7 @@ class TurnLoop:
                             )
                         )
                     )
-                    break
-                self.outcome.nudges += 1
-                host.emit(
-                    UserMessageData(
-                        content=NUDGE, agent_mode="autopilot", is_autopilot_continuation=True
-                    )
-                )
+                break
         except (_TurnAborted, asyncio.CancelledError):
             self.outcome.aborted = True
             host.emit(AbortData(reason="user_initiated"))
@@ -161,9 +189,50 @@ class TurnLoop:
         self.outcome.error = error
         self.host.emit(error)
 
+    async def _submit(self, prompt: str, message_id: str | None) -> bool:
+        """The userPromptSubmitted hook, then the user message. False if it was blocked."""
+        host = self.host
+        decision = await host.hooks.user_prompt_submitted(prompt)
+        if decision is not None:
+            if decision.block_reason is not None:
+                host.emit(
+                    SessionWarningData(
+                        warning_type="policy_blocked",
+                        message=f"Prompt blocked by a hook: {decision.block_reason}",
+                    )
+                )
+                return False
+            prompt = decision.prompt if decision.prompt is not None else prompt
+            if decision.context:
+                prompt = f"{prompt}\n\n{decision.context}"
+        host.emit(UserMessageData(content=prompt, agent_mode=host.mode, message_id=message_id))
+        return True
+
+    def _steer(self) -> bool:
+        """Record messages sent while the loop ran; they join the next turn."""
+        host = self.host
+        steering = host.take_steering()
+        for text, message_id in steering:
+            host.emit(UserMessageData(content=text, agent_mode=host.mode, message_id=message_id))
+        return bool(steering)
+
+    async def _stop_blocked(self, stop_reason: str) -> bool:
+        """Ask the agentStop hook; a reason to go on becomes the next user message."""
+        if self._stop_blocks >= MAX_STOP_BLOCKS:
+            return False
+        reason = await self.host.hooks.agent_stop(
+            stop_reason=stop_reason, repeated=self._stop_blocks > 0
+        )
+        if not reason:
+            return False
+        self._stop_blocks += 1
+        self.host.emit(UserMessageData(content=reason, agent_mode=self.host.mode, source="system"))
+        return True
+
     async def _run_until_final(self) -> bool:
         """Run turns until a reply without tool requests. True if task_complete ran."""
         while True:
+            self._steer()
             requested_tools, completed = await self._turn()
             if completed:
                 return True
@@ -172,6 +241,9 @@ class TurnLoop:
 
     async def _turn(self) -> tuple[bool, bool]:
         host = self.host
+        # Let the UI and the log writer run between turns, even when the model and
+        # the tools answer without ever waiting.
+        await asyncio.sleep(0)
         turn_id = str(host.model_calls)
         model = host.model.name
         host.emit(AssistantTurnStartData(turn_id=turn_id, model=model))
@@ -275,6 +347,9 @@ class TurnLoop:
 
     async def _run_tool(self, request: ToolRequest, turn_id: str) -> ToolResult:
         host = self.host
+        decision = await host.hooks.pre_tool_use(request)
+        if decision is not None and decision.arguments is not None:
+            request = request.model_copy(update={"arguments": decision.arguments})
         call_id = request.tool_call_id
         host.emit(
             ToolExecutionStartData(
@@ -288,13 +363,9 @@ class TurnLoop:
         def progress(line: str) -> None:
             host.emit(ToolExecutionPartialResultData(tool_call_id=call_id, partial_output=line))
 
-        denial = await host.authorize(request)
-        if denial is not None:
-            result = denial
-        else:
-            result = await execute(
-                host.tools(), request.name, request.arguments, host.tool_context(progress)
-            )
+        result = await self._authorized_run(request, decision, progress)
+        afterword = await host.hooks.post_tool_use(request, result)
+        result = _with_hook_context(result, decision, afterword)
         host.emit(
             ToolExecutionCompleteData(
                 tool_call_id=call_id,
@@ -310,6 +381,23 @@ class TurnLoop:
             )
         )
         return result
+
+    async def _authorized_run(
+        self, request: ToolRequest, decision: ToolDecision | None, progress: Any
+    ) -> ToolResult:
+        """A preToolUse hook may deny or allow outright; otherwise the permission gate."""
+        host = self.host
+        verdict = decision.permission if decision is not None else None
+        if verdict == "deny":
+            reason = (decision.reason if decision else None) or "no reason given"
+            return ToolResult.failure(f"Denied by a preToolUse hook: {reason}")
+        if verdict != "allow":
+            denial = await host.authorize(request)
+            if denial is not None:
+                return denial
+        ctx = host.tool_context(progress)
+        ctx.tool_call_id = request.tool_call_id
+        return await execute(host.tools(), request.name, request.arguments, ctx)
 
     def _interrupt(self, pending: list[ToolRequest], turn_id: str) -> None:
         """Record what an abort cut short, so history stays whole and nothing is lost."""
@@ -345,6 +433,23 @@ def _tool_request(call: ToolCall) -> ToolRequest:
     if isinstance(parsed, dict):
         arguments = parsed
     return ToolRequest(tool_call_id=call.id, name=call.name, arguments=arguments)
+
+
+def _with_hook_context(
+    result: ToolResult, before: ToolDecision | None, after: ToolAfterword | None
+) -> ToolResult:
+    """Apply what the tool hooks said to the result the model reads."""
+    if after is not None and after.content is not None and result.success:
+        result = dataclasses.replace(result, content=after.content)
+    extra = "\n\n".join(
+        c for c in (before.context if before else None, after.context if after else None) if c
+    )
+    if not extra:
+        return result
+    if result.success:
+        return dataclasses.replace(result, content=f"{result.content}\n\n{extra}")
+    error = result.error or result.content
+    return dataclasses.replace(result, error=f"{error}\n\n{extra}")
 
 
 def _summary_of(arguments: Any) -> str | None:

@@ -2,8 +2,9 @@
 
 Reads go straight through. Writes and shell commands are decided by the policy;
 what it leaves open is asked of a human (interactive mode with a UI attached) or
-denied (autopilot and headless runs never wait for a human). Each decision is a
-``permission.requested`` / ``permission.completed`` pair in the log.
+denied (autopilot and headless runs never wait for a human). An embedder that
+answers in every mode (the SDK server: its app decides) sets ``ask_in_every_mode``.
+Each decision is a ``permission.requested`` / ``permission.completed`` pair in the log.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class PermissionGate:
         self.policy = policy or PermissionPolicy()
         # Set by an interactive UI; None means nobody can be asked.
         self.asker: PermissionAsker | None = None
+        # By default the asker is a human, consulted in interactive mode only.
+        self.ask_in_every_mode = False
 
     async def check(self, request: ToolRequest) -> ToolResult | None:
         """None when the call may run; otherwise the failed result the model reads."""
@@ -91,7 +94,8 @@ class PermissionGate:
             assert rule is not None
             message = f"Permission denied: {what} is denied by the rule {rule}."
             return {"kind": "denied-by-rules", "rules": [rule.wire()]}, ToolResult.failure(message)
-        if self.asker is None or self.host.mode != "interactive":
+        can_ask = self.host.mode == "interactive" or self.ask_in_every_mode
+        if self.asker is None or not can_ask:
             who = "autopilot" if self.host.mode == "autopilot" else "this non-interactive run"
             message = (
                 f"Permission denied: {what} needs approval and {who} cannot ask the user. "
@@ -105,7 +109,7 @@ class PermissionGate:
             case "approve":
                 return {"kind": "approved"}, None
             case "session":
-                self.policy.approve_for_session(prompt.kind, prompt.command)
+                self.policy.approve_for_session(prompt.kind, prompt.command, prompt.tool_name)
                 return {"kind": "approved-for-session", "approval": _approval(prompt)}, None
             case _:
                 feedback = (answer.feedback or "").strip()
@@ -135,6 +139,14 @@ class PermissionGate:
             intention = str(getattr(args, "description", None) or f"Run `{command}`")
             return PermissionPrompt(kind="shell", intention=intention, command=command, **base)
         tool = self.host.tools().get(request.name)
+        if kind == "custom-tool":
+            return PermissionPrompt(
+                kind="custom-tool",
+                intention=f"Call {request.name}",
+                arguments=args.model_dump(),
+                description=tool.description if tool else "",
+                **base,
+            )
         preview = getattr(tool, "preview", None)
         path = str(getattr(args, "path", ""))
         diff: str | None = None
@@ -160,12 +172,16 @@ def _validated(model: type[ToolArgs], raw: Any) -> ToolArgs | None:
 def _describe(prompt: PermissionPrompt) -> str:
     if prompt.kind == "shell":
         return f"the shell command `{prompt.command}`"
+    if prompt.kind == "custom-tool":
+        return f"calling the tool {prompt.tool_name}"
     return f"writing {prompt.path}"
 
 
 def _approval(prompt: PermissionPrompt) -> dict[str, Any]:
     if prompt.kind == "shell":
         return {"kind": "commands", "commandIdentifiers": command_identifiers(prompt.command or "")}
+    if prompt.kind == "custom-tool":
+        return {"kind": "custom-tool", "toolName": prompt.tool_name}
     return {"kind": "write"}
 
 
@@ -185,6 +201,14 @@ def _wire_request(prompt: PermissionPrompt) -> dict[str, Any]:
             "possibleUrls": [],
             "hasWriteFileRedirection": ">" in command,
             "canOfferSessionApproval": True,
+        }
+    if prompt.kind == "custom-tool":
+        return {
+            "kind": "custom-tool",
+            "toolCallId": prompt.tool_call_id,
+            "toolName": prompt.tool_name,
+            "toolDescription": prompt.description or "",
+            "args": prompt.arguments,
         }
     return {
         "kind": "write",

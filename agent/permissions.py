@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Verdict = Literal["allow", "deny", "ask"]
-Kind = Literal["read", "write", "shell"]
+Kind = Literal["read", "write", "shell", "custom-tool"]
 
 _RULE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(?:\((.*)\))?\s*$")
 # Split a command line into simple commands: control operators and substitutions.
@@ -107,6 +107,7 @@ class PermissionPolicy:
     # Approved "for the session" by the user: command names, and whether writes are.
     approved_commands: set[str] = field(default_factory=set)
     approved_writes: bool = False
+    approved_tools: set[str] = field(default_factory=set)  # custom tools, by name
 
     @classmethod
     def from_flags(
@@ -130,6 +131,8 @@ class PermissionPolicy:
         if kind == "read" or self.allow_all:
             return "allow", None
         if kind == "write" and self.approved_writes:
+            return "allow", None
+        if kind == "custom-tool" and tool_name in self.approved_tools:
             return "allow", None
         for rule in self.allow:
             if rule.kind in (kind, tool_name):
@@ -161,11 +164,15 @@ class PermissionPolicy:
             deciding = allowing
         return "allow", deciding
 
-    def approve_for_session(self, kind: Kind, command: str | None = None) -> None:
+    def approve_for_session(
+        self, kind: Kind, command: str | None = None, tool_name: str | None = None
+    ) -> None:
         if kind == "write":
             self.approved_writes = True
         elif kind == "shell" and command:
             self.approved_commands.update(command_identifiers(command))
+        elif kind == "custom-tool" and tool_name:
+            self.approved_tools.add(tool_name)
 
 
 # --- what a human is asked ------------------------------------------------------
@@ -183,6 +190,8 @@ class PermissionPrompt:
     command: str | None = None  # shell
     path: str | None = None  # write
     diff: str | None = None  # write
+    arguments: Any = None  # custom-tool
+    description: str | None = None  # custom-tool
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import logging
 import platform
 import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from agent.events import (
     now_iso,
 )
 from agent.history import History
+from agent.hooks import LoopHooks
 from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
 from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
@@ -54,6 +56,13 @@ log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Event], None]
 INTERRUPTED_BY_EXIT = "Interrupted: the session stopped before this tool call finished."
+
+
+@dataclass(slots=True)
+class _Prompt:
+    text: str
+    message_id: str | None
+    future: asyncio.Future[LoopOutcome]
 
 
 class Session:
@@ -83,19 +92,26 @@ class Session:
         self._last_persisted_id: str | None = None
         self._model_calls = 0
         self._turns = 0
+        self._tool_calls = 0
+        self._outcome = "in progress"
         self._open_turn: str | None = None
         self._first_prompt = ""
         self._started_at = now_iso()
-        self._queue: collections.deque[tuple[str, asyncio.Future[LoopOutcome]]] = (
-            collections.deque()
-        )
+        self._queue: collections.deque[_Prompt] = collections.deque()
+        # Sent with send(..., immediate=True) while a loop runs: it picks them up at
+        # its next turn; they resolve with the run that took them.
+        self._steering: list[_Prompt] = []
+        self._steered: list[_Prompt] = []
         self._runner: asyncio.Task[None] | None = None
         self._current: asyncio.Task[LoopOutcome] | None = None
         self._abort_requested = False
+        self._abort_before_start = False
         self._prompts: dict[Mode, str] = {}
         self._registries: dict[Mode, ToolRegistry] = {}
         self._registry_factory = registry_factory or _default_registry
         self.permissions = PermissionGate(self, policy)
+        # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
+        self.hooks = LoopHooks()
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
@@ -114,9 +130,11 @@ class Session:
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
+        session_id: str | None = None,
     ) -> Session:
+        """A new session (and log). ``session_id`` lets a client choose the id."""
         session = cls(
-            session_id=str(uuid.uuid4()),
+            session_id=session_id or str(uuid.uuid4()),
             model=model,
             cwd=cwd,
             mode=mode,
@@ -244,6 +262,8 @@ class Session:
                 self._model_calls += 1
             case AssistantTurnEndData():
                 self._open_turn = None
+            case ToolExecutionCompleteData():
+                self._tool_calls += 1
             case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):
                 if mode in ("interactive", "autopilot", "plan"):
                     self._mode = mode
@@ -336,11 +356,22 @@ class Session:
 
     # --- control -------------------------------------------------------------
 
-    def send(self, prompt: str) -> asyncio.Future[LoopOutcome]:
-        """Queue ``prompt``; the future resolves when its loop has gone idle."""
+    def send(
+        self, prompt: str, *, message_id: str | None = None, immediate: bool = False
+    ) -> asyncio.Future[LoopOutcome]:
+        """Queue ``prompt``; the future resolves when its loop has gone idle.
+
+        ``immediate`` sends it into the running loop instead, at its next turn (when
+        nothing runs, it is queued as usual). ``message_id`` is recorded on its
+        ``user.message``.
+        """
         future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
+        item = _Prompt(prompt, message_id, future)
+        if immediate and self._current is not None and not self._current.done():
+            self._steering.append(item)
+            return future
         self._backlog = None
-        self._queue.append((prompt, future))
+        self._queue.append(item)
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run_queue(), name=f"session:{self.id[:8]}")
         return future
@@ -360,6 +391,8 @@ class Session:
         if self._current is not None and not self._current.done():
             self._abort_requested = True
             self._current.cancel()
+        elif self.busy:
+            self._abort_before_start = True  # sent, but its loop has not started yet
 
     def set_mode(self, mode: Mode) -> None:
         if mode != self._mode:
@@ -373,11 +406,24 @@ class Session:
             self._prompts.clear()
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
+    def take_steering(self) -> list[tuple[str, str | None]]:
+        taken, self._steering = self._steering, []
+        self._steered.extend(taken)
+        return [(item.text, item.message_id) for item in taken]
+
     async def _run_queue(self) -> None:
         while self._queue:
-            prompt, future = self._queue.popleft()
+            item = self._queue.popleft()
+            future = item.future
             self._abort_requested = False
-            self._current = asyncio.create_task(TurnLoop(self).run(prompt))
+            self._outcome = "in progress"
+            self._save_meta()  # "in progress" on disk, for listings and watchers
+            if self._abort_before_start:
+                self._abort_before_start = False
+                self.emit(AbortData(reason="user_initiated"))
+                await self._finish(LoopOutcome(aborted=True), future)
+                continue
+            self._current = asyncio.create_task(TurnLoop(self).run(item.text, item.message_id))
             try:
                 outcome = await self._current
             except asyncio.CancelledError:
@@ -392,13 +438,19 @@ class Session:
 
     async def _finish(self, outcome: LoopOutcome, future: asyncio.Future[LoopOutcome]) -> None:
         self._current = None
+        self._outcome = _outcome_label(outcome)
+        # Steering that came too late for this run goes first in the queue.
+        self._queue.extendleft(reversed(self._steering))
+        self._steering = []
         if self._writer is not None:
             await self._writer.drain()
         self._save_meta()
         # Idle is always the last event of a send, after the log is on disk.
         self.emit(SessionIdleData(aborted=True if outcome.aborted else None, mode=self._mode))
-        if not future.done():
-            future.set_result(outcome)
+        steered, self._steered = self._steered, []
+        for done in (future, *(item.future for item in steered)):
+            if not done.done():
+                done.set_result(outcome)
 
     async def close(self) -> None:
         """Finish writing and release the log. Aborts a loop still running."""
@@ -427,6 +479,8 @@ class Session:
             "updatedAt": now_iso(),
             "turns": self._turns,
             "firstPrompt": self._first_prompt,
+            "toolCalls": self._tool_calls,
+            "outcome": self._outcome,
             "producer": "loopdeck",
             "platform": platform.system(),
         }
@@ -438,3 +492,13 @@ class Session:
 
 def _default_registry(mode: Mode) -> ToolRegistry:
     return default_tools(autopilot=mode == "autopilot")
+
+
+def _outcome_label(outcome: LoopOutcome) -> str:
+    if outcome.aborted:
+        return "aborted"
+    if outcome.error is not None:
+        return "error"
+    if outcome.stopped_at_cap:
+        return "stopped"
+    return "completed"

@@ -22,11 +22,18 @@ import aiofiles
 from aiofiles.threadpool.text import AsyncTextIOWrapper
 
 from agent.events import (
+    AbortData,
+    AssistantMessageData,
+    AssistantTurnEndData,
     AssistantTurnStartData,
     Event,
     EventParseError,
+    SessionAutopilotStoppedData,
+    SessionErrorData,
     SessionModeChangedData,
     SessionStartData,
+    SessionTaskCompleteData,
+    ToolExecutionCompleteData,
     UserMessageData,
     event_from_json,
 )
@@ -226,6 +233,18 @@ class SessionSummary:
     mode: str = "interactive"
     turns: int = 0
     first_prompt: str = ""
+    tool_calls: int = 0
+    outcome: str = "in progress"  # completed / error / aborted / stopped / in progress
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to the last recorded activity."""
+        try:
+            start = datetime.fromisoformat(self.started)
+            end = datetime.fromisoformat(self.updated)
+        except ValueError:
+            return None
+        return max(0.0, (end - start).total_seconds())
 
 
 class SessionNotFound(LookupError):
@@ -293,9 +312,12 @@ class SessionStore:
             summary.mode = str(meta.get("mode", "interactive"))
             summary.turns = int(meta.get("turns", 0))
             summary.first_prompt = str(meta.get("firstPrompt", ""))
-            return summary
-        # No metadata (a crash before it was written, or a foreign log): read the log.
-        return summarize_events(read_events(path).events, summary)
+            if "outcome" in meta:
+                summary.tool_calls = int(meta.get("toolCalls", 0))
+                summary.outcome = str(meta["outcome"])
+                return summary
+        # No (or older) metadata, or a foreign log: the log itself tells.
+        return summarize_events(read_events(path).events, SessionSummary(id=session_id, path=path))
 
     def resolve(self, id_or_prefix: str) -> str:
         """A full id from an id or a unique prefix of one."""
@@ -327,6 +349,7 @@ class SessionStore:
 
 
 def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSummary:
+    open_turn = False
     for event in events:
         match event.data:
             case SessionStartData(start_time=started, context=ctx, selected_model=model):
@@ -342,8 +365,25 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 summary.mode = mode
             case AssistantTurnStartData():
                 summary.turns += 1
+                open_turn = True
+            case AssistantTurnEndData():
+                open_turn = False
+            case ToolExecutionCompleteData():
+                summary.tool_calls += 1
+            case SessionTaskCompleteData():
+                summary.outcome = "completed"
+            case SessionErrorData():
+                summary.outcome = "error"
+            case AbortData():
+                summary.outcome = "aborted"
+            case SessionAutopilotStoppedData():
+                summary.outcome = "stopped"
+            case AssistantMessageData(tool_requests=requests) if not requests:
+                summary.outcome = "completed"
             case _:
                 pass
         if event.timestamp:
             summary.updated = event.timestamp
+    if open_turn:
+        summary.outcome = "in progress"
     return summary

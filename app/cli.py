@@ -12,18 +12,26 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agent import __version__
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_AUTOPILOT_CAP = 3
 EXIT_ABORTED = 130
 
+SUBCOMMANDS = ("sessions", "replay", "watch", "export")
+
 _DESCRIPTION = """\
 A terminal coding agent you can watch.
 
   loopdeck                         open the terminal app in this directory
   loopdeck -p "PROMPT"             run headless and print the answer
-  loopdeck sessions                list recorded sessions
+  loopdeck sessions                list recorded sessions (--copilot: Copilot CLI's)
+  loopdeck replay SESSION          replay a session at the pace it happened
+  loopdeck watch SESSION           follow a session another terminal is running
+  loopdeck export SESSION          write a session as Markdown or HTML
+  loopdeck --headless --stdio      be the runtime a Copilot SDK app drives (JSON-RPC)
 """
 
 
@@ -98,7 +106,50 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--show-system-prompt", action="store_true", help="print the system prompt and exit"
     )
+    parser.add_argument("--version", action="version", version=f"loopdeck {__version__}")
+    _add_runtime_flags(parser)
     return parser
+
+
+def _add_runtime_flags(parser: argparse.ArgumentParser) -> None:
+    """``--headless``: serve the Copilot SDK's JSON-RPC protocol instead of a UI."""
+    runtime = parser.add_argument_group(
+        "SDK runtime",
+        "Serve JSON-RPC for an app written with the Copilot SDK (github-copilot-sdk). "
+        "--model, --allow-tool and the other permission flags set each session's defaults.",
+    )
+    runtime.add_argument("--headless", action="store_true", help="run as an SDK runtime")
+    transport = runtime.add_mutually_exclusive_group()
+    transport.add_argument(
+        "--stdio", action="store_true", help="with --headless: speak on stdin/stdout"
+    )
+    transport.add_argument(
+        "--port",
+        type=_port,
+        metavar="N",
+        help="with --headless: listen on 127.0.0.1:N (0 or none: any free port)",
+    )
+    runtime.add_argument(
+        "--log-level",
+        choices=("none", "error", "warning", "info", "debug", "all"),
+        default="info",
+        help="how much the runtime logs (to $LOOPDECK_HOME/logs)",
+    )
+    # Passed by the SDK when it starts a runtime; nothing in loopdeck they apply to.
+    for flag in ("--no-auto-update", "--no-auto-login", "--remote", "--embedded-host"):
+        runtime.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+    for flag in ("--auth-token-env", "--session-idle-timeout", "--cli-login-sync-integration-id"):
+        runtime.add_argument(flag, metavar="VALUE", help=argparse.SUPPRESS)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be 0..65535")
+    return value
 
 
 def _non_negative_int(text: str) -> int:
@@ -111,29 +162,32 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-def build_sessions_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="loopdeck sessions", description="List sessions.")
-    parser.add_argument("--all", action="store_true", help="not only this directory's")
-    parser.add_argument("--cwd", type=Path, help="list sessions of DIR")
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["sessions"]:
-        from app.sessions_table import print_sessions
+    if args_list[:1] and args_list[0] in SUBCOMMANDS:
+        from app.subcommands import run_subcommand
 
-        sargs = build_sessions_parser().parse_args(args_list[1:])
-        return print_sessions(cwd=_workspace(sargs.cwd), show_all=sargs.all)
+        return run_subcommand(args_list[0], args_list[1:])
 
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    if "--headless" in args_list:
+        # An SDK may pass flags newer than this list: accept those too.
+        args, ignored = parser.parse_known_args(args_list)
+        args.ignored_flags = ignored
+    else:
+        args = parser.parse_args(args_list)
     cwd = _workspace(args.cwd)
     if cwd is None:
         parser.exit(EXIT_USAGE, f"loopdeck: --cwd {args.cwd}: not a directory\n")
     if args.prompt is not None and args.prompt_words:
         parser.exit(EXIT_USAGE, "loopdeck: give the prompt either with -p or as words, not both\n")
 
+    if args.headless:
+        from app.server.main import run_server
+
+        return run_server(args, cwd)
+    if args.stdio or args.port is not None:
+        parser.exit(EXIT_USAGE, "loopdeck: --stdio and --port go with --headless\n")
     if args.show_system_prompt:
         from app.headless import show_system_prompt
 

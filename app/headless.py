@@ -18,6 +18,7 @@ from typing import TextIO
 
 from agent.events import Event, SessionErrorData, SessionWarningData, ToolExecutionCompleteData
 from agent.loop import LoopOutcome
+from agent.session import Session
 from agent.transcript import Transcript
 from app.cli import EXIT_ABORTED, EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from app.model_setup import SetupError, open_session, pick_model
@@ -87,14 +88,8 @@ def run_headless(args: argparse.Namespace, cwd: Path) -> int:
 
 
 async def _run(args: argparse.Namespace, cwd: Path) -> int:
-    try:
-        session = await open_session(args, cwd)
-    except SetupError as exc:
-        sys.stderr.write(f"loopdeck: {exc}\n")
-        return EXIT_USAGE
-    printer = HeadlessPrinter(args.output_format, sys.stdout, sys.stderr)
-    session.subscribe(printer, replay=True)  # json shows session.start / resume too
     loop = asyncio.get_running_loop()
+    session: Session | None = None
     interrupts = 0
 
     def on_interrupt() -> None:
@@ -103,14 +98,27 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         if interrupts > 1:
             raise SystemExit(EXIT_ABORTED)  # a second Ctrl+C does not wait for cleanup
         sys.stderr.write("\nAborting… (Ctrl+C again to quit at once)\n")
-        session.abort()
+        if session is not None:
+            session.abort()
 
+    # Installed before anything can print, so Ctrl+C always means "abort, then idle".
     loop.add_signal_handler(signal.SIGINT, on_interrupt)
     try:
-        outcome = await session.send_and_wait(args.prompt)
+        try:
+            session = await open_session(args, cwd)
+        except SetupError as exc:
+            sys.stderr.write(f"loopdeck: {exc}\n")
+            return EXIT_USAGE
+        printer = HeadlessPrinter(args.output_format, sys.stdout, sys.stderr)
+        session.subscribe(printer, replay=True)  # json shows session.start / resume too
+        future = session.send(args.prompt)
+        if interrupts:
+            session.abort()
+        outcome = await future
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-        await session.close()
+        if session is not None:
+            await session.close()
     if not printer.json:
         text = printer.final_text(outcome)
         if text:

@@ -7,46 +7,79 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from agent.replay import copilot_home
 from agent.store import SessionStore, SessionSummary, loopdeck_home
+from widgets.format import duration
 
-_HEADERS = ("ID", "STARTED", "CWD", "MODE", "TURNS", "FIRST PROMPT")
+_HEADERS = ("ID", "STARTED", "CWD", "MODE", "TURNS", "TOOLS", "OUTCOME", "TOOK", "FIRST PROMPT")
+_RIGHT = {4, 5, 7}
+_CWD = 2
 
 
-def print_sessions(cwd: Path | None, show_all: bool) -> int:
-    store = SessionStore(loopdeck_home())
+def sessions_for(
+    store: SessionStore, cwd: Path | None, *, show_all: bool = False, search: str = ""
+) -> tuple[list[SessionSummary], int]:
+    """This workspace's sessions first (all of them with ``show_all``), filtered by
+    ``search`` in the first prompt. Returns (shown, how many others exist)."""
     sessions = store.list_sessions()
+    if search:
+        needle = search.lower()
+        sessions = [s for s in sessions if needle in s.first_prompt.lower()]
     here = [s for s in sessions if cwd is not None and s.cwd == str(cwd)]
-    shown = sessions if show_all or not here else here
+    if show_all:
+        elsewhere = [s for s in sessions if s not in here]
+        return here + elsewhere, 0
+    shown = here or sessions
+    return shown, len(sessions) - len(shown)
+
+
+def print_sessions(
+    cwd: Path | None, show_all: bool, *, copilot: bool = False, search: str = ""
+) -> int:
+    store = SessionStore(copilot_home() if copilot else loopdeck_home())
+    shown, others = sessions_for(store, cwd, show_all=show_all, search=search)
     out = sys.stdout
     if not shown:
-        out.write(f'No sessions yet in {store.root}.\nStart one with: loopdeck -p "…"\n')
+        hint = "" if copilot else '\nStart one with: loopdeck -p "…"'
+        out.write(f"No sessions yet in {store.root}.{hint}\n")
         return 0
-    width = shutil.get_terminal_size((120, 24)).columns
+    width = shutil.get_terminal_size((140, 24)).columns
     for line in format_table([_row(s) for s in shown], width):
         out.write(line.rstrip() + "\n")
-    if len(shown) < len(sessions):
-        out.write(f"\n{len(sessions) - len(shown)} more elsewhere: loopdeck sessions --all\n")
-    out.write("\nResume one with: loopdeck --resume ID\n")
+    if others:
+        out.write(f"\n{others} more elsewhere: loopdeck sessions --all\n")
+    out.write("\nResume: loopdeck --resume ID   Replay: loopdeck replay ID\n")
     return 0
 
 
 def _row(s: SessionSummary) -> tuple[str, ...]:
     prompt = s.first_prompt.strip().split("\n")[0]
-    return (s.id[:8], _local(s.started), _home_relative(s.cwd), s.mode, str(s.turns), prompt)
+    return (
+        s.id[:8],
+        _local(s.started),
+        _home_relative(s.cwd),
+        s.mode,
+        str(s.turns),
+        str(s.tool_calls),
+        s.outcome,
+        duration(s.duration),
+        prompt,
+    )
 
 
 def format_table(rows: list[tuple[str, ...]], width: int) -> list[str]:
     """Columns sized to content; the cwd and the prompt are cut to fit ``width``."""
-    widths = [max(len(r[i]) for r in [_HEADERS, *rows]) for i in range(len(_HEADERS))]
-    widths[2] = min(widths[2], 30)
-    fixed = sum(widths[:5]) + 2 * 5
-    widths[5] = max(12, min(widths[5], width - fixed))
+    count = len(_HEADERS)
+    widths = [max(len(r[i]) for r in [_HEADERS, *rows]) for i in range(count)]
+    widths[_CWD] = min(widths[_CWD], 30)
+    fixed = sum(widths[:-1]) + 2 * (count - 1)
+    widths[-1] = max(12, min(widths[-1], width - fixed))
     lines = []
     for row in [_HEADERS, *rows]:
-        cells = [
-            _fit(cell, w).rjust(w) if i == 4 else _fit(cell, w, keep_end=i == 2).ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
+        cells = []
+        for i, (cell, w) in enumerate(zip(row, widths, strict=True)):
+            fitted = _fit(cell, w, keep_end=i == _CWD)
+            cells.append(fitted.rjust(w) if i in _RIGHT else fitted.ljust(w))
         lines.append("  ".join(cells))
     return lines
 

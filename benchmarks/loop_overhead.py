@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import agent
-from agent.events import Event, Mode
+from agent.events import Event, Mode, ToolExecutionCompleteData
 from agent.models.scripted import Script, ScriptedModel
 from agent.session import Session
 from agent.store import EVENTS_FILE, SessionStore
@@ -99,13 +99,14 @@ class Variant:
     tool: str
     arguments: dict[str, Any]
     persist: bool
+    expect: str  # every tool result must contain this
 
 
 VARIANTS: tuple[Variant, ...] = (
-    Variant("noop/disk", "fake_noop", {}, persist=True),
-    Variant("noop/memory", "fake_noop", {}, persist=False),
-    Variant("glob/disk", "glob", {"pattern": "**/*.py"}, persist=True),
-    Variant("glob/memory", "glob", {"pattern": "**/*.py"}, persist=False),
+    Variant("noop/disk", "fake_noop", {}, persist=True, expect="ok"),
+    Variant("noop/memory", "fake_noop", {}, persist=False, expect="ok"),
+    Variant("glob/disk", "glob", {"pattern": "**/*.py"}, persist=True, expect="pkg/core.py"),
+    Variant("glob/memory", "glob", {"pattern": "**/*.py"}, persist=False, expect="pkg/core.py"),
 )
 
 
@@ -142,6 +143,8 @@ class EventCounter:
     total: int = 0
     persisted: int = 0
     turn_starts: int = 0
+    tool_failures: int = 0
+    tool_outputs: set[str] = field(default_factory=set)
 
     def __call__(self, event: Event) -> None:
         self.total += 1
@@ -149,6 +152,11 @@ class EventCounter:
             self.persisted += 1
         if event.type == "assistant.turn_start":
             self.turn_starts += 1
+        elif isinstance(event.data, ToolExecutionCompleteData):
+            if not event.data.success or event.data.result is None:
+                self.tool_failures += 1
+            else:
+                self.tool_outputs.add(event.data.result.content)
 
 
 @contextlib.contextmanager
@@ -171,6 +179,7 @@ def counting_fsync() -> Iterator[list[int]]:
 @dataclass(slots=True)
 class RunResult:
     seconds: float
+    cpu_seconds: float  # this process, all threads: less sensitive to noisy neighbours
     emitted: int
     appended: int | None
     file_bytes: int | None
@@ -222,11 +231,13 @@ async def run_once(
             with counting_fsync() as fsyncs:
                 if profiler is not None:
                     profiler.enable()
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 outcome = await session.send_and_wait(PROMPT)
                 seconds = time.perf_counter() - start
+                cpu_seconds = time.process_time() - cpu_start
                 if profiler is not None:
                     profiler.disable()
+            emitted = counter.total
             check(outcome.error is None, f"the loop failed: {outcome.error}")
             check(not outcome.aborted, "the loop was aborted")
             check(outcome.turns == turns + 1, f"{outcome.turns} turns, want {turns + 1}")
@@ -234,6 +245,11 @@ async def run_once(
             check(
                 counter.turn_starts == turns + 1,
                 f"{counter.turn_starts} turn_start events, want {turns + 1}",
+            )
+            check(counter.tool_failures == 0, f"{counter.tool_failures} tool calls failed")
+            check(
+                len(counter.tool_outputs) == 1 and variant.expect in min(counter.tool_outputs),
+                f"unexpected tool output: {sorted(counter.tool_outputs)[:3]}",
             )
             appended: int | None = None
             file_bytes: int | None = None
@@ -243,7 +259,7 @@ async def run_once(
                 appended, file_bytes = verify_log(path, turns, counter)
         finally:
             await session.close()
-    return RunResult(seconds, counter.total, appended, file_bytes, fsyncs[0])
+    return RunResult(seconds, cpu_seconds, emitted, appended, file_bytes, fsyncs[0])
 
 
 # --- statistics and report -----------------------------------------------------------
@@ -259,6 +275,7 @@ class VariantSummary:
     ms_per_turn_median: float = 0.0
     ms_per_turn_min: float = 0.0
     ms_per_turn_max: float = 0.0
+    cpu_ms_per_turn_median: float = 0.0
     seconds_median: float = 0.0
     events_emitted: int = 0
     events_emitted_per_second: float = 0.0
@@ -282,6 +299,7 @@ def summarize(variant: Variant, turns: int, runs: list[RunResult]) -> VariantSum
         ms_per_turn_median=median * 1000 / model_calls,
         ms_per_turn_min=min(seconds) * 1000 / model_calls,
         ms_per_turn_max=max(seconds) * 1000 / model_calls,
+        cpu_ms_per_turn_median=statistics.median(r.cpu_seconds for r in runs) * 1000 / model_calls,
         seconds_median=median,
         events_emitted=runs[0].emitted,
         events_emitted_per_second=statistics.median(r.emitted / r.seconds for r in runs),
@@ -311,7 +329,15 @@ def machine() -> dict[str, Any]:
         "tmpdir": tempfile.gettempdir(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "git": git_describe(),
+        "loadavg_start": load_average(),
     }
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def git_describe() -> str | None:
@@ -336,7 +362,7 @@ def _num(value: float | int | None, fmt: str = ",.0f") -> str:
 
 def print_table(summaries: list[VariantSummary]) -> None:
     header = (
-        f"{'variant':<12} {'ms/turn med':>11} {'min':>7} {'max':>7} "
+        f"{'variant':<12} {'ms/turn med':>11} {'min':>7} {'max':>7} {'cpu med':>7} "
         f"{'events/s':>10} {'appended/s':>10} {'events':>7} {'lines':>7} "
         f"{'file KiB':>9} {'fsyncs':>6}"
     )
@@ -346,7 +372,8 @@ def print_table(summaries: list[VariantSummary]) -> None:
         kib = None if s.file_bytes is None else s.file_bytes / 1024
         print(
             f"{s.name:<12} {s.ms_per_turn_median:>11.3f} {s.ms_per_turn_min:>7.3f} "
-            f"{s.ms_per_turn_max:>7.3f} {_num(s.events_emitted_per_second):>10} "
+            f"{s.ms_per_turn_max:>7.3f} {s.cpu_ms_per_turn_median:>7.3f} "
+            f"{_num(s.events_emitted_per_second):>10} "
             f"{_num(s.events_appended_per_second):>10} {s.events_emitted:>7} "
             f"{_num(s.events_appended, 'd'):>7} {_num(kib, ',.1f'):>9} "
             f"{_num(s.fsyncs_median, 'g'):>6}"
@@ -461,10 +488,11 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     print(
         f"loop overhead: {args.turns} tool turns + 1 final turn, {args.repeat} runs per variant, "
-        f"nproc={info['nproc']}, Python {info['python']}",
+        f"nproc={info['nproc']}, Python {info['python']}, load {info['loadavg_start']}",
         file=sys.stderr,
     )
     summaries = asyncio.run(benchmark(args.turns, args.repeat))
+    info["loadavg_end"] = load_average()
     cost = persistence_cost(summaries)
     print()
     print_table(summaries)
@@ -481,7 +509,12 @@ def main(argv: list[str] | None = None) -> int:
     payload = {
         "benchmark": "loop_overhead",
         "machine": info,
-        "params": {"turns": args.turns, "repeat": args.repeat, "warmup_turns": WARMUP_TURNS},
+        "params": {
+            "turns": args.turns,
+            "repeat": args.repeat,
+            "warmup_turns": WARMUP_TURNS,
+            "tools_offered": bench_registry("interactive").names(),
+        },
         "target_ms_per_turn": TARGET_MS_PER_TURN,
         "variants": {s.name: asdict(s) for s in summaries},
         "persistence_cost_ms_per_turn": cost,

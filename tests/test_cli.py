@@ -330,9 +330,12 @@ def test_sigint_aborts_with_130_and_idle_last(
 
         threading.Thread(target=pump, daemon=True).start()
         try:
-            first = lines.get(timeout=15)
-            assert first is not None, "loopdeck exited before printing an event"
-            assert json.loads(first)["type"]  # an event, as JSON
+            seen: list[str] = []
+            # Interrupt mid-turn: once the model call is under way.
+            while not seen or json.loads(seen[-1])["type"] != "assistant.turn_start":
+                line = lines.get(timeout=15)
+                assert line is not None, "loopdeck exited before starting a turn"
+                seen.append(line)
             sent = time.monotonic()
             proc.send_signal(signal.SIGINT)
             code = proc.wait(timeout=5)
@@ -341,7 +344,7 @@ def test_sigint_aborts_with_130_and_idle_last(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    rest: list[str] = [first]
+    rest: list[str] = seen
     while (line := lines.get(timeout=5)) is not None:
         rest.append(line)
     err = stderr_path.read_text("utf-8")
@@ -475,15 +478,29 @@ def test_sessions_lists_id_mode_turns_and_first_prompt(
     code, out, _ = run(capsys, "sessions")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "STARTED", "CWD", "MODE", "TURNS", "FIRST", "PROMPT"]
+    assert lines[0].split() == [
+        "ID",
+        "STARTED",
+        "CWD",
+        "MODE",
+        "TURNS",
+        "TOOLS",
+        "OUTCOME",
+        "TOOK",
+        "FIRST",
+        "PROMPT",
+    ]
     rows = {line.split()[0]: line for line in lines[1:3]}
     assert set(rows) == {chat_id[:8], auto_id[:8]}
-    assert re.search(r"\binteractive\s+2\s+explain the needle$", rows[chat_id[:8]])
-    assert re.search(r"\bautopilot\s+1\s+fix everything$", rows[auto_id[:8]])
+    took = r"\d+(ms|\.\d+s)"
+    chat_row = rf"\binteractive\s+2\s+1\s+completed\s+{took}\s+explain the needle$"
+    assert re.search(chat_row, rows[chat_id[:8]])
+    auto_row = rf"\bautopilot\s+1\s+1\s+completed\s+{took}\s+fix everything$"
+    assert re.search(auto_row, rows[auto_id[:8]])
     assert "  ~/ws  " in rows[chat_id[:8]]  # cwd shown relative to $HOME
     # Most recent first.
     assert lines[1].startswith(auto_id[:8])
-    assert "loopdeck --resume ID" in out
+    assert "loopdeck --resume ID" in out and "loopdeck replay ID" in out
     assert "more elsewhere" not in out
 
     # A session of another directory is left out here, counted, and shown by --all.
@@ -499,7 +516,10 @@ def test_sessions_lists_id_mode_turns_and_first_prompt(
     assert "1 more elsewhere: loopdeck sessions --all" in out
     code, out, _ = run(capsys, "sessions", "--all")
     assert code == 0
-    assert re.search(rf"^{other_id[:8]} .*~/elsewhere\s+interactive\s+2\s+other place$", out, re.M)
+    other_row = (
+        rf"^{other_id[:8]} .*~/elsewhere\s+interactive\s+2\s+1\s+completed\s+{took}\s+other place$"
+    )
+    assert re.search(other_row, out, re.M)
     assert chat_id[:8] in out and auto_id[:8] in out
 
 

@@ -512,9 +512,11 @@ async def test_task_complete(ctx: ToolContext) -> None:
 
 
 def test_default_tools() -> None:
-    assert default_tools(autopilot=False).names() == ["view", "grep", "glob"]
+    everyday = ["view", "grep", "glob", "create", "edit", "bash"]
+    assert default_tools(autopilot=False).names() == everyday
     registry = default_tools(autopilot=True)
-    assert registry.names() == ["view", "grep", "glob", "task_complete"]
+    assert registry.names() == [*everyday, "task_complete"]
+    assert registry.schemas() is registry.schemas()  # built once, not every turn
     assert registry.get("nope") is None
     assert isinstance(registry.get("view"), ViewTool)
     schemas = {s["function"]["name"]: s for s in registry.schemas()}
@@ -533,9 +535,11 @@ def test_default_tools() -> None:
 
 
 async def test_execute_unknown_tool(ctx: ToolContext) -> None:
-    result = await execute(default_tools(autopilot=False), "edit", "{}", ctx)
+    result = await execute(default_tools(autopilot=False), "nope", "{}", ctx)
     assert not result.success
-    assert result.content == "unknown tool 'edit'; available tools: view, grep, glob"
+    assert result.content == (
+        "unknown tool 'nope'; available tools: view, grep, glob, create, edit, bash"
+    )
 
 
 @pytest.mark.parametrize(

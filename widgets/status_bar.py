@@ -45,12 +45,17 @@ class StatusBar(Static):
 
     def render(self) -> Text:
         t = self.transcript
-        sep = ("  │  ", "dim")
+        sep = (" │ ", "dim")
         mode = Text(self.mode, style="bold")
         if self.mode == "autopilot" and self.nudge_cap is not None:
             used = t.nudges_used if t else 0
             mode.append(f" {used}/{self.nudge_cap} nudges", style="")
+        # The state leads: a line too long for the terminal is cut at its end, and
+        # "working"/"idle" is what must stay visible.
+        state = ("● working", "bold") if self.busy else ("○ idle", "")
         parts: list[Text | tuple[str, str] | str] = [
+            state,
+            sep,
             (self.model or "no model", "bold"),
             sep,
             mode,
@@ -63,8 +68,6 @@ class StatusBar(Static):
             parts += [sep, f"{tokens(t.input_tokens) or 0} in · {tokens(t.output_tokens) or 0} out"]
         if t and t.cost:
             parts += [sep, cost(t.cost)]
-        state = ("● working", "bold") if self.busy else ("○ idle", "")
-        parts += [sep, state]
         if self.queued:
             parts += [sep, f"{self.queued} queued"]
         if self.note:

@@ -94,6 +94,22 @@ class Timeline(VerticalScroll):
         self._first_mounted = start
         self._update_load_row()
 
+    def reset(self, transcript: Transcript | None = None) -> None:
+        """Forget everything shown (replay jumps rebuild from a window of the log)."""
+        for view in self._views.values():
+            view.remove()
+        for marker in self.query(".marker"):
+            marker.remove()
+        self._views.clear()
+        self._live_turns.clear()
+        self._first_mounted = 0
+        self.transcript = transcript or Transcript()
+        self._update_load_row()
+
+    def mark(self, text: str) -> None:
+        """A row that is not part of the session (e.g. a shortened gap in a replay)."""
+        self.mount(Static(text, classes="marker"))
+
     # --- widgets -------------------------------------------------------------------
 
     def _show(self, change: Change) -> None:

@@ -11,6 +11,7 @@ from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.containers import Vertical
 from textual.timer import Timer
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -63,13 +64,18 @@ class TurnView(Vertical):
         self._shown = ""  # text already handed to the Markdown widget
         self._pending = ""
         self._flush_timer: Timer | None = None
+        self._replacing = 0  # full renders waiting for a stopped stream (_replace_stream)
         self._cards: dict[str, ToolCard] = {}
         self._collapsed = False
+        # Events can reach the view before it is mounted (a fast model emits a whole
+        # turn at once); until on_mount draws the block as it is then, they wait.
+        self._ready = False
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self.header
 
     def on_mount(self) -> None:
+        self._ready = True
         for tool in self.block.tools:
             self.add_tool(tool)
         if self.block.finished:
@@ -87,6 +93,8 @@ class TurnView(Vertical):
     # --- updates from the timeline ---------------------------------------------
 
     def sync(self) -> None:
+        if not self._ready:
+            return
         block = self.block
         self.header.refresh()
         self.set_class(block.status == "running", "-running")
@@ -102,7 +110,7 @@ class TurnView(Vertical):
             self._finish()
 
     def add_tool(self, tool: ToolCallBlock) -> None:
-        if tool.tool_call_id in self._cards:
+        if not self._ready or tool.tool_call_id in self._cards:
             return
         card = ToolCard(tool)
         self._cards[tool.tool_call_id] = card
@@ -145,9 +153,13 @@ class TurnView(Vertical):
         self._flush_timer = None
         if not self._pending:
             return
+        markdown = self._ensure_markdown()
+        if not markdown.is_mounted:
+            await _until_mounted(self, markdown)
+            if not self._pending or markdown is not self._body:
+                return  # a full render took over meanwhile
         chunk, self._pending = self._pending, ""
         self._shown += chunk
-        markdown = self._ensure_markdown()
         if self._stream is None:
             self._stream = Markdown.get_stream(markdown)
         await self._stream.write(chunk)
@@ -158,14 +170,32 @@ class TurnView(Vertical):
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
-        if self._stream is not None:
-            self.run_worker(self._stream.stop(), exclusive=False)
-            self._stream = None
-        if text.strip():
-            self._ensure_markdown().update(text)
-        elif self._body is not None:
-            self._body.remove()
-            self._body = None
+        stream, self._stream = self._stream, None
+        if not text.strip():
+            if stream is not None:
+                self.run_worker(stream.stop(), exclusive=False)
+            if self._body is not None:
+                self._body.remove()
+                self._body = None
+            return
+        markdown = self._ensure_markdown()
+        if stream is None and not self._replacing and markdown.is_mounted:
+            markdown.update(text)
+            return
+        # A stream being stopped still appends the fragments it holds; rendered now, the
+        # full text would get them tacked on after it. Render it once the stream is done.
+        self._replacing += 1
+        self.run_worker(self._replace_stream(markdown, stream), exclusive=False)
+
+    async def _replace_stream(self, markdown: Markdown, stream: MarkdownStream | None) -> None:
+        try:
+            if stream is not None:
+                await stream.stop()
+            await _until_mounted(self, markdown)
+            if markdown is self._body and markdown.is_attached:
+                await markdown.update(self._shown)  # the latest full text
+        finally:
+            self._replacing -= 1
 
     def _finish(self) -> None:
         """The message ended: one final full render of the whole text."""
@@ -173,3 +203,10 @@ class TurnView(Vertical):
         streaming = self._stream is not None or self._pending or self._flush_timer is not None
         if streaming or (text.strip() and self._body is None):
             self._render_full(text)
+
+
+async def _until_mounted(parent: Widget, markdown: Markdown) -> None:
+    """Wait for a new Markdown's mount: on mount it renders its initial (empty) text,
+    wiping whatever it was given before, so nothing may be written to it until then."""
+    if not markdown.is_mounted:
+        await AwaitMount(parent, [markdown])

@@ -10,7 +10,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-ToolKind = Literal["read", "write", "shell"]
+# ``custom-tool``: a tool an SDK app defined and runs itself (see tools/external.py).
+ToolKind = Literal["read", "write", "shell", "custom-tool"]
 
 
 class ToolArgs(BaseModel):
@@ -39,6 +40,8 @@ class ToolContext:
     extra_dirs: list[Path] = field(default_factory=list)
     # Streams progress lines to the timeline (tool.execution_partial_result).
     report_progress: Callable[[str], None] = lambda _line: None
+    # The model's id for this call, for tools that hand the call on (external tools).
+    tool_call_id: str = ""
 
 
 class ToolError(Exception):

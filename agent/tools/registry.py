@@ -9,6 +9,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.tools.base import Tool, ToolContext, ToolError, ToolResult
+from agent.tools.bash import BashTool
+from agent.tools.create import CreateTool
+from agent.tools.edit import EditTool
 from agent.tools.glob import GlobTool
 from agent.tools.grep import GrepTool
 from agent.tools.task_complete import TaskCompleteTool
@@ -20,6 +23,8 @@ _MAX_SHOWN_INPUT = 80
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        # Building a JSON schema costs milliseconds; the loop asks every turn.
+        self._schemas: list[dict[str, Any]] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -27,6 +32,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._schemas = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -35,7 +41,9 @@ class ToolRegistry:
         return list(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._tools.values()]
+        if self._schemas is None:
+            self._schemas = [tool.schema() for tool in self._tools.values()]
+        return self._schemas
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -45,7 +53,7 @@ class ToolRegistry:
 
 
 def default_tools(autopilot: bool) -> ToolRegistry:
-    tools: list[Tool] = [ViewTool(), GrepTool(), GlobTool()]
+    tools: list[Tool] = [ViewTool(), GrepTool(), GlobTool(), CreateTool(), EditTool(), BashTool()]
     if autopilot:
         tools.append(TaskCompleteTool())
     return ToolRegistry(tools)

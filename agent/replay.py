@@ -1,0 +1,206 @@
+"""Replaying a recorded session: an index of the log, and the pacing of playback.
+
+:class:`EventIndex` scans an ``events.jsonl`` once for line offsets, types and
+timestamps without building events, so a 50,000-event log opens fast and only the
+part being shown is ever parsed. :class:`Pacing` turns event timestamps into
+playback delays at a given speed, shortening long idle gaps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from agent.events import Event
+from agent.store import EVENTS_FILE, parse_lines
+
+_TYPE = re.compile(rb'"type"\s*:\s*"([^"]+)"')
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]+)"')
+
+SPEEDS: tuple[float, ...] = (1.0, 2.0, 4.0, 16.0, 0.0)  # 0 = instant
+GAP_LIMIT = 3.0  # seconds: longer pauses are shortened to this, and marked
+
+
+def events_file(path: Path) -> Path:
+    return path / EVENTS_FILE if path.is_dir() else path
+
+
+@dataclass(slots=True)
+class EventIndex:
+    """Per line: byte offset, event type and timestamp (seconds since the epoch)."""
+
+    path: Path
+    offsets: list[int] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    times: list[float | None] = field(default_factory=list)
+    turn_starts: list[int] = field(default_factory=list)  # positions of turn_start lines
+    size: int = 0  # bytes indexed (up to the last complete line)
+
+    @classmethod
+    def build(cls, path: Path) -> EventIndex:
+        index = cls(events_file(path))
+        index.extend()
+        return index
+
+    def extend(self) -> int:
+        """Index lines appended since the last call. Returns how many were added."""
+        added = 0
+        with self.path.open("rb") as fh:
+            fh.seek(self.size)
+            offset = self.size
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break  # a line still being written: index it when it is whole
+                if raw.strip():
+                    self._add(offset, raw)
+                    added += 1
+                offset += len(raw)
+            self.size = offset
+        return added
+
+    def _add(self, offset: int, raw: bytes) -> None:
+        type_match = _TYPE.search(raw)
+        etype = type_match.group(1).decode("utf-8", "replace") if type_match else "?"
+        if etype == "assistant.turn_start":
+            self.turn_starts.append(len(self.offsets))
+        self.offsets.append(offset)
+        self.types.append(etype)
+        stamp = _TIMESTAMP.search(raw)
+        self.times.append(_epoch(stamp.group(1).decode("ascii", "replace")) if stamp else None)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def read(self, start: int, stop: int) -> list[Event]:
+        """Parse lines ``start:stop`` (corrupt ones are skipped, as the reader does)."""
+        stop = min(stop, len(self.offsets))
+        if start >= stop:
+            return []
+        end = self.offsets[stop] if stop < len(self.offsets) else self.size
+        with self.path.open("rb") as fh:
+            fh.seek(self.offsets[start])
+            chunk = fh.read(end - self.offsets[start])
+        return parse_lines(chunk.decode("utf-8", "replace")).events
+
+    def turn_of(self, position: int) -> int:
+        """How many turns have started before ``position`` (0-based count)."""
+        lo, hi = 0, len(self.turn_starts)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.turn_starts[mid] < position:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def elapsed(self, position: int) -> float:
+        """Recorded seconds from the first event to the event at ``position``."""
+        first = next((t for t in self.times if t is not None), None)
+        if first is None or not self.times:
+            return 0.0
+        for t in reversed(self.times[: position + 1]):
+            if t is not None:
+                return max(0.0, t - first)
+        return 0.0
+
+
+def _epoch(stamp: str) -> float | None:
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Delay:
+    seconds: float  # how long to wait before showing the event
+    shortened_from: float | None = None  # the recorded gap, when it was cut
+
+
+def pacing(previous: float | None, current: float | None, speed: float) -> Delay:
+    """The wait before an event recorded at ``current`` after one at ``previous``."""
+    if speed <= 0 or previous is None or current is None:
+        return Delay(0.0)
+    gap = max(0.0, current - previous)
+    if gap > GAP_LIMIT:
+        return Delay(GAP_LIMIT / speed, shortened_from=gap)
+    return Delay(gap / speed)
+
+
+def speed_label(speed: float) -> str:
+    return "instant" if speed <= 0 else f"{speed:g}×"
+
+
+def parse_speed(text: str) -> float:
+    """``2``, ``2x``, ``16×`` or ``instant``."""
+    cleaned = text.strip().lower().rstrip("x×")
+    if cleaned in ("instant", "max", "0"):
+        return 0.0
+    try:
+        value = float(cleaned)
+    except ValueError:
+        raise ValueError(f"unknown speed {text!r}: use 1, 2, 4, 16 or instant") from None
+    if value <= 0:
+        raise ValueError("speed must be positive (or 'instant')")
+    return value
+
+
+# --- following a log another process writes ------------------------------------
+
+
+class LogFollower:
+    """Reads whole lines appended to a log, tolerating a writer that dies mid-line.
+
+    A partial last line is held back until its newline arrives; if the file is
+    truncated or replaced, reading starts over from the beginning.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = events_file(path)
+        self._offset = 0
+        self._partial = b""
+        self._inode: int | None = None
+
+    def poll(self) -> Iterator[str]:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return
+        if self._inode is not None and (stat.st_ino != self._inode or stat.st_size < self._offset):
+            self._offset, self._partial = 0, b""  # replaced or truncated: start over
+        self._inode = stat.st_ino
+        if stat.st_size == self._offset:
+            return
+        with self.path.open("rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read()
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        for raw in lines:
+            if raw.strip():
+                yield raw.decode("utf-8", "replace")
+
+    def skip_to(self, offset: int) -> None:
+        """Start following from ``offset`` (what was already read another way)."""
+        self._offset, self._partial = offset, b""
+        try:
+            self._inode = self.path.stat().st_ino
+        except FileNotFoundError:
+            self._inode = None
+
+    @property
+    def pending_partial(self) -> str:
+        """Bytes of an unfinished last line (a writer mid-line, or one that crashed)."""
+        return self._partial.decode("utf-8", "replace")
+
+
+def copilot_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    home = env.get("COPILOT_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".copilot"

@@ -1,0 +1,6 @@
+"""``loopdeck --headless``: the runtime an app written against the Copilot SDK drives.
+
+JSON-RPC 2.0 with ``Content-Length`` framing over stdio or TCP (``main``), the
+methods of protocol version 3 (``methods``), and the bridge from an SDK session to
+a loopdeck :class:`~agent.session.Session` (``bridge``).
+"""

@@ -1,0 +1,100 @@
+"""``loopdeck sessions | replay | watch | export``: parsing and dispatch."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from agent.store import SessionNotFound
+
+EXIT_USAGE = 2
+
+
+def _parser(name: str, description: str) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=f"loopdeck {name}", description=description)
+
+
+def run_subcommand(name: str, argv: list[str]) -> int:
+    match name:
+        case "sessions":
+            return _sessions(argv)
+        case "replay":
+            return _replay(argv)
+        case "watch":
+            return _watch(argv)
+        case "export":
+            return _export(argv)
+    raise AssertionError(name)  # pragma: no cover
+
+
+def _sessions(argv: list[str]) -> int:
+    from app.sessions_table import print_sessions
+
+    parser = _parser("sessions", "List recorded sessions, this directory's first.")
+    parser.add_argument("--all", action="store_true", help="not only this directory's")
+    parser.add_argument("--cwd", type=Path, help="list the sessions of DIR")
+    parser.add_argument("--copilot", action="store_true", help="GitHub Copilot CLI's sessions")
+    parser.add_argument("--search", default="", metavar="TEXT", help="only first prompts with TEXT")
+    args = parser.parse_args(argv)
+    cwd = (args.cwd or Path(os.getcwd())).expanduser().resolve()
+    if not cwd.is_dir():
+        parser.exit(EXIT_USAGE, f"loopdeck sessions: --cwd {args.cwd}: not a directory\n")
+    return print_sessions(cwd=cwd, show_all=args.all, copilot=args.copilot, search=args.search)
+
+
+def _session_path(parser: argparse.ArgumentParser, spec: str) -> Path:
+    from app.locate import locate_session
+
+    try:
+        return locate_session(spec)
+    except SessionNotFound as exc:
+        parser.exit(EXIT_USAGE, f"{parser.prog}: {exc}\n")
+
+
+def _replay(argv: list[str]) -> int:
+    from agent.replay import parse_speed
+
+    parser = _parser("replay", "Replay a recorded session in the timeline.")
+    parser.add_argument("session", metavar="SESSION", help="an id, an id prefix, or a path")
+    parser.add_argument(
+        "--speed", default="1", help="1, 2, 4, 16 or instant (default 1: as it happened)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        speed = parse_speed(args.speed)
+    except ValueError as exc:
+        parser.exit(EXIT_USAGE, f"loopdeck replay: {exc}\n")
+    path = _session_path(parser, args.session)
+    from app.viewer import ReplayApp
+
+    return ReplayApp(path, speed=speed).run() or 0
+
+
+def _watch(argv: list[str]) -> int:
+    parser = _parser("watch", "Follow a session another loopdeck process is writing.")
+    parser.add_argument("session", metavar="SESSION", help="an id, an id prefix, or a path")
+    args = parser.parse_args(argv)
+    path = _session_path(parser, args.session)
+    from app.viewer import WatchApp
+
+    return WatchApp(path).run() or 0
+
+
+def _export(argv: list[str]) -> int:
+    from app.export import export_session
+
+    parser = _parser("export", "Write a session as a readable Markdown or HTML transcript.")
+    parser.add_argument("session", metavar="SESSION", help="an id, an id prefix, or a path")
+    parser.add_argument("--format", choices=("md", "html"), default="md")
+    parser.add_argument("-o", "--output", type=Path, help="write to FILE (default: stdout)")
+    args = parser.parse_args(argv)
+    path = _session_path(parser, args.session)
+    text = export_session(path, args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+        sys.stderr.write(f"wrote {args.output}\n")
+    return 0
