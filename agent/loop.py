@@ -388,8 +388,8 @@ class TurnLoop:
         """A preToolUse hook may deny or allow outright; otherwise the permission gate."""
         host = self.host
         verdict = decision.permission if decision is not None else None
-        if verdict == "deny":
-            reason = (decision.reason if decision else None) or "no reason given"
+        if decision is not None and verdict == "deny":
+            reason = decision.reason or "no reason given"
             return ToolResult.failure(f"Denied by a preToolUse hook: {reason}")
         if verdict != "allow":
             denial = await host.authorize(request)

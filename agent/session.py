@@ -12,7 +12,9 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import platform
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -96,6 +98,7 @@ class Session:
         self._outcome = "in progress"
         self._open_turn: str | None = None
         self._first_prompt = ""
+        self._created_here = False  # by create(), not resume(): ours to discard if empty
         self._started_at = now_iso()
         self._queue: collections.deque[_Prompt] = collections.deque()
         # Sent with send(..., immediate=True) while a loop runs: it picks them up at
@@ -144,6 +147,7 @@ class Session:
             registry_factory=registry_factory,
             policy=policy,
         )
+        session._created_here = True
         if store is not None:
             session._writer = await store.open_writer(session.id)
         session.emit(
@@ -461,6 +465,9 @@ class Session:
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
+        if self.store is not None and self._created_here and not self._first_prompt:
+            # Opened and left without a word: nothing worth keeping or listing.
+            shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
 
     # --- bookkeeping ---------------------------------------------------------
 
@@ -482,6 +489,7 @@ class Session:
             "toolCalls": self._tool_calls,
             "outcome": self._outcome,
             "producer": "loopdeck",
+            "pid": os.getpid(),  # lets a listing tell "in progress" from "crashed"
             "platform": platform.system(),
         }
         try:

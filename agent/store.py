@@ -234,7 +234,8 @@ class SessionSummary:
     turns: int = 0
     first_prompt: str = ""
     tool_calls: int = 0
-    outcome: str = "in progress"  # completed / error / aborted / stopped / in progress
+    # completed / error / aborted / stopped / in progress / interrupted (process gone)
+    outcome: str = "in progress"
 
     @property
     def duration(self) -> float | None:
@@ -315,6 +316,8 @@ class SessionStore:
             if "outcome" in meta:
                 summary.tool_calls = int(meta.get("toolCalls", 0))
                 summary.outcome = str(meta["outcome"])
+                if summary.outcome == "in progress" and not _alive(meta.get("pid")):
+                    summary.outcome = "interrupted"  # its process is gone
                 return summary
         # No (or older) metadata, or a foreign log: the log itself tells.
         return summarize_events(read_events(path).events, SessionSummary(id=session_id, path=path))
@@ -387,3 +390,15 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
     if open_turn:
         summary.outcome = "in progress"
     return summary
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -18,6 +18,7 @@ from textual.widgets import Static
 from agent.events import Event, SessionIdleData
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.session import Session
+from agent.store import SessionStore
 from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
@@ -43,6 +44,7 @@ class LoopdeckApp(App[int]):
         Binding("shift+tab", "toggle_mode", "Toggle autopilot", priority=True),
         Binding("ctrl+c", "quit_twice", "Quit", priority=True, show=False),
         Binding("ctrl+l", "load_earlier", "Load earlier", show=False),
+        Binding("ctrl+o", "sessions", "Sessions"),
     ]
 
     def __init__(
@@ -52,9 +54,13 @@ class LoopdeckApp(App[int]):
         initial_prompt: str | None = None,
         prefill: str | None = None,
         nudge_cap: int | None = None,
+        resumer: Callable[[str], Awaitable[Session]] | None = None,
+        store: SessionStore | None = None,
     ) -> None:
         super().__init__()
         self._opener = opener
+        self._resumer = resumer
+        self._store = store
         self._initial_prompt = initial_prompt
         self._prefill = prefill
         self.session: Session | None = None
@@ -90,7 +96,10 @@ class LoopdeckApp(App[int]):
             return
         self.session = session
         session.permissions.asker = self._ask_permission
-        self.timeline.load(session.backlog)
+        backlog = session.backlog
+        if not any(event.type == "user.message" for event in backlog):
+            self.timeline.mount(Static(_welcome(session), classes="welcome"))
+        self.timeline.load(backlog)
         session.subscribe(self._on_event)
         self.status.note = ""
         self._refresh_status()
@@ -172,6 +181,33 @@ class LoopdeckApp(App[int]):
         self.session.set_mode("interactive" if self.session.mode == "autopilot" else "autopilot")
         self._refresh_status()
 
+    def action_sessions(self) -> None:
+        from app.session_browser import SessionBrowser
+
+        if self._store is None:
+            self.notify("No session store in this run.", severity="warning")
+            return
+        cwd = self.session.cwd if self.session is not None else Path.cwd()
+        resume = self._switch_session if self._resumer is not None else None
+        self.push_screen(SessionBrowser(self._store, cwd, resume))
+
+    def _switch_session(self, session_id: str) -> None:
+        if self.session is not None and self.session.id == session_id:
+            return
+        self.run_worker(self._reopen(session_id), name="switch-session", exclusive=True)
+
+    async def _reopen(self, session_id: str) -> None:
+        assert self._resumer is not None
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        self.timeline.reset()
+        self.status.note = "opening…"
+        resumer = self._resumer
+        self._opener = lambda: resumer(session_id)
+        self._initial_prompt = None
+        await self._start()
+
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()
 
@@ -197,3 +233,18 @@ class LoopdeckApp(App[int]):
         yield SystemCommand(
             "Load earlier blocks", "Mount older timeline blocks", self.action_load_earlier
         )
+        yield SystemCommand(
+            "Sessions", "Browse, resume, replay or delete sessions (Ctrl+O)", self.action_sessions
+        )
+
+
+def _welcome(session: Session) -> str:
+    home = str(Path.home())
+    cwd = str(session.cwd)
+    where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
+    return (
+        f"loopdeck · {session.model.name} · {where}\n"
+        "Ask about this code, or give the agent a task. It reads, searches, edits and runs\n"
+        "commands here, asking before it changes anything. Shift+Tab switches to autopilot\n"
+        "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command."
+    )

@@ -67,9 +67,9 @@ def _replay(argv: list[str]) -> int:
     except ValueError as exc:
         parser.exit(EXIT_USAGE, f"loopdeck replay: {exc}\n")
     path = _session_path(parser, args.session)
-    from app.viewer import ReplayApp
+    from app.viewer import ReplayScreen, ViewerApp
 
-    return ReplayApp(path, speed=speed).run() or 0
+    return ViewerApp(ReplayScreen(path, speed=speed)).run() or 0
 
 
 def _watch(argv: list[str]) -> int:
@@ -77,9 +77,9 @@ def _watch(argv: list[str]) -> int:
     parser.add_argument("session", metavar="SESSION", help="an id, an id prefix, or a path")
     args = parser.parse_args(argv)
     path = _session_path(parser, args.session)
-    from app.viewer import WatchApp
+    from app.viewer import ViewerApp, WatchScreen
 
-    return WatchApp(path).run() or 0
+    return ViewerApp(WatchScreen(path)).run() or 0
 
 
 def _export(argv: list[str]) -> int:

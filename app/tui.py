@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agent.loop import DEFAULT_MAX_CONTINUES
 from agent.session import Session
+from agent.store import SessionStore, loopdeck_home
 
 DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
 
@@ -25,6 +26,14 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
         except SetupError as exc:
             raise StartupError(str(exc)) from exc
 
+    async def resumer(session_id: str) -> Session:
+        resume_args = argparse.Namespace(**{**vars(args), "resume": session_id, "continue_": False})
+        resume_args.autopilot = False  # keep the resumed session's own mode
+        try:
+            return await open_session(resume_args, cwd)
+        except SetupError as exc:
+            raise StartupError(str(exc)) from exc
+
     cap = args.max_autopilot_continues
     prompt = " ".join(args.prompt_words) or None
     app = LoopdeckApp(
@@ -32,5 +41,7 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
         initial_prompt=prompt,
         prefill=DEMO_PROMPT if demo and prompt is None else None,
         nudge_cap=DEFAULT_MAX_CONTINUES if cap is None else cap,
+        resumer=resumer,
+        store=SessionStore(loopdeck_home()),
     )
     return app.run() or 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import Static
 
 from agent.events import Event, event_from_json
@@ -29,14 +30,27 @@ POLL_SECONDS = 0.2
 
 
 class ViewerApp(App[int]):
-    """What replay and watch share: a timeline, a control bar, a status line."""
+    """Runs one viewer screen on its own (``loopdeck replay`` / ``loopdeck watch``)."""
 
     CSS_PATH = STYLES / "app.tcss"
+
+    def __init__(self, screen: ViewerScreen) -> None:
+        super().__init__()
+        self._viewer = screen
+
+    def on_mount(self) -> None:
+        self.push_screen(self._viewer)
+
+
+class ViewerScreen(Screen[None]):
+    """What replay and watch share: a timeline, a control bar, a status line.
+
+    Works on its own (in :class:`ViewerApp`) or pushed from the session browser."""
 
     def __init__(self, path: Path, title: str) -> None:
         super().__init__()
         self.path = path
-        self.title = title
+        self.sub_title = title
         self.timeline = Timeline(id="timeline")
         self.bar = Static(id="replay-bar")
         self.status = StatusBar(id="status")
@@ -45,6 +59,12 @@ class ViewerApp(App[int]):
         yield self.timeline
         yield self.bar
         yield self.status
+
+    def action_leave(self) -> None:
+        if isinstance(self.app, ViewerApp):
+            self.app.exit(0)
+        else:
+            self.app.pop_screen()
 
     def refresh_status(self, *, busy: bool) -> None:
         t = self.timeline.transcript
@@ -57,7 +77,7 @@ class ViewerApp(App[int]):
         )
 
 
-class ReplayApp(ViewerApp):
+class ReplayScreen(ViewerScreen):
     BINDINGS = [
         Binding("space", "toggle_play", "Play/pause"),
         Binding("right,n", "next_turn", "Next turn"),
@@ -66,7 +86,7 @@ class ReplayApp(ViewerApp):
         Binding("end,G", "end", "End"),
         Binding("plus,equals_sign,f", "faster", "Faster"),
         Binding("minus,s", "slower", "Slower"),
-        Binding("q", "quit", "Quit"),
+        Binding("q,escape", "leave", "Leave"),
     ]
 
     def __init__(self, path: Path, *, speed: float = 1.0) -> None:
@@ -92,6 +112,10 @@ class ReplayApp(ViewerApp):
     def _start_player(self) -> None:
         if self._player is None or self._player.done():
             self._player = asyncio.create_task(self._play())
+
+    def on_unmount(self) -> None:
+        if self._player is not None:
+            self._player.cancel()
 
     async def _play(self) -> None:
         times = self.index.times
@@ -220,10 +244,10 @@ class ReplayApp(ViewerApp):
         self.refresh_status(busy=self.playing)
 
 
-class WatchApp(ViewerApp):
+class WatchScreen(ViewerScreen):
     """Follows a session another process is writing, drawing events as they land."""
 
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("q,escape", "leave", "Leave")]
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, f"watch · {path.parent.name}")
@@ -239,7 +263,7 @@ class WatchApp(ViewerApp):
         self.timeline.reset(transcript)
         self.timeline.load(index.read(start, len(index)))
         self.follower.skip_to(index.size)
-        self.set_interval(POLL_SECONDS, self.poll)
+        self.set_interval(POLL_SECONDS, self.poll)  # stops with the screen
         self._update_bar()
 
     def poll(self) -> None:

@@ -390,11 +390,8 @@ async def test_autopilot_nudges_then_task_complete(workspace: Path) -> None:
         done_text = text_of(done[0])
         assert "Task complete" in done_text and "Renamed main." in done_text
         # Timeline order: user, turn, nudge, turn, nudge, turn (task_complete), done.
-        order = [
-            type(w).__name__
-            for w in h.app.timeline.children
-            if not isinstance(w, Static) or w.display
-        ]
+        blocks = (UserMessageView, TurnView, NudgeView, TaskCompleteView)
+        order = [type(w).__name__ for w in h.app.timeline.children if isinstance(w, blocks)]
         assert order == [
             "UserMessageView",
             "TurnView",

@@ -59,7 +59,11 @@ from agent.store import read_events  # noqa: E402
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 T = 30.0  # seconds any single await may take
-LOOPDECK = shutil.which("loopdeck") or str(Path(sys.executable).with_name("loopdeck"))
+_BESIDE_PYTHON = Path(sys.executable).with_name("loopdeck")
+LOOPDECK = (
+    str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("loopdeck") or "loopdeck"
+)
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sdk_app.py"
 R = TypeVar("R")
 
 
@@ -216,6 +220,11 @@ async def test_models_status_and_session_listing(shared: Runtime) -> None:
     metadata = await within(client.get_session_metadata(session.session_id))
     assert metadata is not None and metadata.session_id == session.session_id
     assert await within(client.get_last_session_id()) == session.session_id
+    await within(client.delete_session(session.session_id))
+    shared.sessions.remove(session)
+    assert not (shared.home / "session-state" / session.session_id).exists()
+    assert session.session_id not in {s.session_id for s in await within(client.list_sessions())}
+    assert await within(client.get_session_metadata(session.session_id)) is None
 
 
 async def test_autopilot_nudges_then_completes_with_task_complete(shared: Runtime) -> None:
@@ -298,6 +307,11 @@ async def test_sdk_defined_tool_runs_in_the_app_and_its_result_reaches_the_next_
     assert isinstance(done, ToolExecutionCompleteData) and done.success
     assert done.result is not None
     assert done.result.content == "Issue LD-7: the login test is flaky on CI."
+    # Every event, on the wire and in the log, is one the official parser knows.
+    assert all(e.type != SessionEventType.UNKNOWN for e in seen.events)
+    logged = await within(session.get_events())
+    assert {"external_tool.requested", "external_tool.completed"} <= {e.type.value for e in logged}
+    assert all(e.type != SessionEventType.UNKNOWN for e in logged)
     # What the second model call was sent: the history folded from the log has the
     # app's result as the tool message, answered by the final reply.
     history = History()
@@ -426,8 +440,8 @@ async def test_immediate_send_steers_the_running_loop(shared: Runtime) -> None:
         shared,
         [
             {
-                "text": "Reading first.",
-                "delay_ms": 600,
+                "text": "Reading the file first, then answering.",
+                "delay_ms": 1200,
                 "tool_calls": [{"name": "view", "arguments": {"path": "README.md"}}],
             },
             {"text": "Read it, and noted your remark."},
@@ -673,3 +687,85 @@ async def test_stdio_wire_framing_errors_and_sdk_flags(tmp_path: Path) -> None:
     assert replies["2"]["error"]["code"] == -32600
     assert replies["3"]["result"]["message"] == "pong: hi"
     assert len(replies) == 5  # the notification got no answer
+
+
+async def test_the_example_app_runs_against_loopdeck(tmp_path: Path) -> None:
+    env = runtime_env(tmp_path / "home")
+    env["PATH"] = f"{Path(LOOPDECK).parent}{os.pathsep}{env.get('PATH', '')}"
+    # The example's model comes from LOOPDECK_MODEL (default: the slower scripted demo).
+    env["LOOPDECK_MODEL"] = script(
+        tmp_path,
+        [
+            {
+                "text": "Looking.",
+                "tool_calls": [{"name": "glob", "arguments": {"pattern": "*.md"}}],
+            },
+            {"text": "Let me think about it."},
+            {
+                "text": "Done.",
+                "tool_calls": [
+                    {"name": "task_complete", "arguments": {"summary": "Surveyed the project."}}
+                ],
+            },
+        ],
+    )
+    (tmp_path / "README.md").write_text("# A project\n", encoding="utf-8")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(EXAMPLE),
+        "survey this project",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    stdout, stderr = await within(proc.communicate(), 60)
+    assert proc.returncode == 0, stderr.decode()
+    assert stdout.decode().strip() == "Surveyed the project."
+    assert "tool: glob" in stderr.decode() and "tool: task_complete" in stderr.decode()
+    (session_dir,) = (tmp_path / "home" / "session-state").iterdir()
+    assert (session_dir / "events.jsonl").is_file()
+
+
+async def test_system_message_appends_to_or_replaces_the_prompt(tmp_path: Path) -> None:
+    """In process: the runtime's handlers, with a connection that only records."""
+    from agent.store import SessionStore
+    from app.server.bridge import SdkSession
+    from app.server.methods import Runtime as Server
+    from app.server.rpc import Connection
+
+    class Sink:
+        def __init__(self) -> None:
+            self.data = b""
+
+        def write(self, data: bytes) -> None:
+            self.data += data
+
+        async def drain(self) -> None:
+            return None
+
+        def is_closing(self) -> bool:
+            return False
+
+        def close(self) -> None:
+            return None
+
+    server = Server(cwd=tmp_path, store=SessionStore(tmp_path / "home"))
+    sink = Sink()
+    conn = Connection(asyncio.StreamReader(), sink, server.handle)
+    model = script(tmp_path, [{"text": "hi"}])
+    prompts = {}
+    for mode in ("append", "replace"):
+        created = await server.handle(
+            conn,
+            "session.create",
+            {"model": model, "systemMessage": {"mode": mode, "content": "Answer in French."}},
+        )
+        session = server.sessions[created["sessionId"]].session
+        assert isinstance(session, SdkSession)
+        prompts[mode] = session.system_prompt()
+    assert prompts["append"].endswith("\n\nAnswer in French.") and len(prompts["append"]) > 200
+    assert prompts["replace"] == "Answer in French."
+    # Each create sent its session.start to the connection, framed.
+    assert [m["params"]["event"]["type"] for m in parse_frames(sink.data)] == ["session.start"] * 2
+    await server.close_all()

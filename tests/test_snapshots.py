@@ -27,7 +27,9 @@ def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # The welcome line shows the workspace relative to $HOME: "~/ws" on every machine.
+    monkeypatch.setenv("HOME", str(tmp_path))
     return make_workspace(tmp_path)
 
 

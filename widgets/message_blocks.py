@@ -53,7 +53,7 @@ class TaskCompleteView(Static):
         self.block = block
 
     def render(self) -> RenderableType:
-        title = Text("✔ Task complete", style="bold")
+        title = Text("✔ Task complete", style="bold green")
         summary = self.block.summary or "(no summary)"
         return Group(title, RichMarkdown(summary))
 
@@ -66,7 +66,9 @@ class ErrorView(Static):
     def render(self) -> RenderableType:
         block = self.block
         return Group(
-            Text.assemble(("✗ Error ", "bold"), (f"({block.error_type}) ", "bold"), block.message),
+            Text.assemble(
+                ("✗ Error ", "bold red"), (f"({block.error_type}) ", "bold"), block.message
+            ),
             Text(f"  → {block.hint}", style="italic"),
         )
 

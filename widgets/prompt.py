@@ -15,7 +15,13 @@ class PromptInput(TextArea):
             self.text = text
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, compact=True)
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            compact=True,
+            placeholder="Ask about this code, or give the agent a task…",
+        )
         self.sent: list[str] = []
         self._history_index: int | None = None
         self._draft = ""

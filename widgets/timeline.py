@@ -69,6 +69,7 @@ class Timeline(VerticalScroll):
         self._first_mounted = 0  # index in transcript.items of the oldest mounted block
         self._load_row = LoadEarlier(classes="load-earlier")
         self._live_turns: list[TurnView] = []
+        self._last_model: str | None = None
 
     def on_mount(self) -> None:
         self.anchor()
@@ -142,7 +143,9 @@ class Timeline(VerticalScroll):
     def _make_view(self, item: Block) -> Widget:
         match item:
             case TurnBlock():
-                return TurnView(item)
+                show_model = item.model != self._last_model
+                self._last_model = item.model
+                return TurnView(item, show_model=show_model)
             case UserBlock(is_nudge=True):
                 return NudgeView(item, self.nudge_cap)
             case UserBlock():

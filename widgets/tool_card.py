@@ -74,11 +74,14 @@ class ToolCard(Static, can_focus=True):
     def _render_card(self) -> RenderableType:
         block = self.block
         glyph = SPINNER[self._frame] if block.status == "running" else _GLYPH[block.status]
+        # task_complete's summary gets its own block right below: don't say it twice.
+        quiet = block.name == "task_complete" and block.status == "success"
+        args = "" if quiet else summarize_arguments(block.name, block.arguments)
         head = Text.assemble(
             (f"{glyph} ", f"bold {_status_style(block.status)}"),
             (block.name, "bold"),
             "  ",
-            (summarize_arguments(block.name, block.arguments), "italic"),
+            (args, "italic"),
         )
         took = duration(block.duration)
         if took:
@@ -93,6 +96,8 @@ class ToolCard(Static, can_focus=True):
             return Group(head, *body)
         if self.expanded:
             return Group(head, *self._full_output())
+        if quiet:
+            return head
         lines = preview(block.error if block.status != "success" else block.result, _PREVIEW_LINES)
         body = [
             Text(f"  {line}", style="dim" if block.status == "success" else "") for line in lines

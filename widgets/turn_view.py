@@ -23,14 +23,15 @@ FLUSH_SECONDS = 0.1
 
 
 class TurnHeader(Static):
-    def __init__(self, block: TurnBlock) -> None:
+    def __init__(self, block: TurnBlock, *, show_model: bool = True) -> None:
         super().__init__(classes="turn-header")
         self.block = block
+        self.show_model = show_model  # only when it differs from the turn before
 
     def render(self) -> Text:
         block = self.block
         text = Text.assemble((f"Turn {block.number}", "bold"))
-        parts = [block.model or ""]
+        parts = [block.model or ""] if self.show_model else []
         if block.finished:
             parts.append(duration(block.duration))
         usage = []
@@ -51,14 +52,16 @@ class TurnHeader(Static):
         shown = [p for p in parts if p]
         if shown:
             text.append("  ·  " + "  ·  ".join(shown), style="dim")
+        if block.retries and block.retry_reason:
+            text.append(f"\n↻ {block.retry_reason}", style="italic")
         return text
 
 
 class TurnView(Vertical):
-    def __init__(self, block: TurnBlock) -> None:
+    def __init__(self, block: TurnBlock, *, show_model: bool = True) -> None:
         super().__init__(classes="turn")
         self.block = block
-        self.header = TurnHeader(block)
+        self.header = TurnHeader(block, show_model=show_model)
         self._body: Markdown | Static | None = None
         self._stream: MarkdownStream | None = None
         self._shown = ""  # text already handed to the Markdown widget

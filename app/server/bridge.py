@@ -219,7 +219,7 @@ class HostedSession:
         future = self._permissions.get(request_id)
         if future is None or future.done():
             return False
-        future.set_result(PermissionAnswer("approve"))
+        future.set_result(permission_answer(result))
         return True
 
     def pending_permissions(self) -> list[str]:

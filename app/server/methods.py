@@ -300,8 +300,10 @@ class Runtime:
         hosted = self.sessions.pop(session_id, None)
         if hosted is not None:
             await hosted.hooks.session_end("user_exit")
-            await hosted.close()
+            await hosted.close()  # a session never sent anything is discarded here
         if not self.store.session_dir(session_id).is_dir():
+            if hosted is not None:
+                return {"success": True}
             return {"success": False, "error": f"Session not found: {session_id}"}
         try:
             self.store.delete(session_id)

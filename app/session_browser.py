@@ -1,0 +1,145 @@
+"""The session browser: this workspace's sessions first, then all; search, resume,
+replay, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Input, Label, Static
+
+from agent.store import SessionStore, SessionSummary
+from app.sessions_table import sessions_for
+from widgets.format import duration, one_line
+
+Resume = Callable[[str], None]
+
+
+class ConfirmDelete(ModalScreen[bool]):
+    BINDINGS = [Binding("escape,n", "dismiss(False)", "Cancel"), Binding("y", "dismiss(True)")]
+
+    def __init__(self, summary: SessionSummary) -> None:
+        super().__init__()
+        self.summary = summary
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Label(f"Delete session {self.summary.id[:8]}?")
+            yield Static(one_line(self.summary.first_prompt or "(no prompt)", 60), classes="dim")
+            yield Static("Its events.jsonl is removed for good.", classes="dim")
+            with Horizontal():
+                yield Button("Delete (y)", variant="error", id="yes")
+                yield Button("Keep (n)", id="no")
+
+    @on(Button.Pressed)
+    def answer(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class SessionBrowser(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "resume", "Resume"),
+        Binding("r", "replay", "Replay"),
+        Binding("d", "delete", "Delete"),
+        Binding("slash", "search", "Search"),
+        Binding("escape", "leave", "Back"),
+    ]
+
+    def __init__(self, store: SessionStore, cwd: Path, on_resume: Resume | None = None) -> None:
+        super().__init__()
+        self.store = store
+        self.cwd = cwd
+        self.on_resume = on_resume
+        self.rows: list[SessionSummary] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"Sessions — {self.cwd} first, then all", id="browser-title")
+        yield Input(placeholder="Search first prompts… (/)", id="browser-search")
+        yield DataTable(id="browser-table", cursor_type="row", zebra_stripes=True)
+        yield Static("enter resume · r replay · d delete · / search · esc back", id="browser-keys")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns(
+            "id", "started", "where", "mode", "turns", "tools", "outcome", "took", "first prompt"
+        )
+        self.reload()
+        table.focus()
+
+    def reload(self, search: str = "") -> None:
+        self.rows, _ = sessions_for(self.store, self.cwd, show_all=True, search=search)
+        table = self.query_one(DataTable)
+        table.clear()
+        here = str(self.cwd)
+        for s in self.rows:
+            table.add_row(
+                s.id[:8],
+                s.started[:16].replace("T", " "),
+                "here" if s.cwd == here else Path(s.cwd).name or s.cwd,
+                s.mode,
+                str(s.turns),
+                str(s.tool_calls),
+                s.outcome,
+                duration(s.duration),
+                one_line(s.first_prompt, 60),
+                key=s.id,
+            )
+
+    @on(Input.Changed, "#browser-search")
+    def search(self, event: Input.Changed) -> None:
+        self.reload(event.value)
+
+    @on(Input.Submitted, "#browser-search")
+    def search_done(self) -> None:
+        self.query_one(DataTable).focus()
+
+    @on(DataTable.RowSelected)
+    def selected(self) -> None:
+        self.action_resume()
+
+    def _current(self) -> SessionSummary | None:
+        table = self.query_one(DataTable)
+        if not self.rows or table.cursor_row < 0 or table.cursor_row >= len(self.rows):
+            return None
+        return self.rows[table.cursor_row]
+
+    def action_search(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_resume(self) -> None:
+        summary = self._current()
+        if summary is None:
+            return
+        if self.on_resume is None:
+            self.notify("Resume from the terminal: loopdeck --resume " + summary.id[:8])
+            return
+        self.app.pop_screen()
+        self.on_resume(summary.id)
+
+    def action_replay(self) -> None:
+        from app.viewer import ReplayScreen
+
+        summary = self._current()
+        if summary is not None:
+            self.app.push_screen(ReplayScreen(summary.path, speed=4.0))
+
+    def action_delete(self) -> None:
+        summary = self._current()
+        if summary is None:
+            return
+
+        def done(confirmed: bool | None) -> None:
+            if confirmed:
+                self.store.delete(summary.id)
+                self.notify(f"Deleted session {summary.id[:8]}.")
+                self.reload(self.query_one(Input).value)
+
+        self.app.push_screen(ConfirmDelete(summary), done)
+
+    def action_leave(self) -> None:
+        self.app.pop_screen()
