@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from agent.tools.base import ToolContext, ToolError
@@ -47,10 +48,16 @@ def resolve_in_workspace(ctx: ToolContext, path: str) -> Path:
     return resolved
 
 
+@functools.lru_cache(maxsize=32)
+def _resolved(path: Path) -> Path:
+    # glob and grep show every hit relative to the cwd: resolve it once, not per file.
+    return path.resolve()
+
+
 def display_path(ctx: ToolContext, path: Path) -> str:
     """``path`` relative to the cwd when inside it, so the model can pass it back; else absolute."""
     try:
-        rel = path.relative_to(ctx.cwd.resolve())
+        rel = path.relative_to(_resolved(ctx.cwd))
     except ValueError:
         return str(path)
     return rel.as_posix() or "."
