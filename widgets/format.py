@@ -17,6 +17,10 @@ _KEY_ARGUMENT = {
 }
 
 
+# Tools whose other arguments are shown better elsewhere (the diff, the file).
+_KEY_ONLY = frozenset({"create", "edit", "task_complete"})
+
+
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -57,6 +61,8 @@ def summarize_arguments(tool: str, arguments: Any, width: int = 70) -> str:
     parts: list[str] = []
     if key and key in arguments:
         parts.append(_value(arguments[key]))
+        if tool in _KEY_ONLY:
+            return one_line(parts[0], width)
     for name, value in arguments.items():
         if name != key and value not in (None, False, ""):
             parts.append(f"{name}={_value(value)}")

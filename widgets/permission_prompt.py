@@ -1,12 +1,14 @@
 """An inline permission request: exactly what will run or change, answered y / a / n.
 
-It ignores keys for a short moment after it appears, so keystrokes meant for the
-prompt (typed just before it showed up) cannot answer it by accident.
+It ignores keys for a short moment after it appears (is first drawn, not merely
+mounted), so keystrokes meant for the prompt (typed just before it showed up) cannot
+answer it by accident.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 from rich.syntax import Syntax
@@ -27,7 +29,7 @@ class PermissionPromptView(Vertical, can_focus=True):
         super().__init__(classes="permission-prompt")
         self.prompt = prompt
         self.answer: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
-        self._shown_at = time.monotonic()
+        self._shown_at = math.inf  # set once drawn: until then no key counts
         self._feedback: Input | None = None
 
     def compose(self) -> ComposeResult:
@@ -56,9 +58,13 @@ class PermissionPromptView(Vertical, can_focus=True):
         )
 
     def on_mount(self) -> None:
-        self._shown_at = time.monotonic()
         self.focus()
         self.scroll_visible()
+        # Mounted is not yet on screen: the delay counts from the first refresh.
+        self.call_after_refresh(self._arm)
+
+    def _arm(self) -> None:
+        self._shown_at = time.monotonic()
 
     def on_key(self, event: events.Key) -> None:
         if self._feedback is not None or event.key not in ("y", "a", "n"):
@@ -91,6 +97,7 @@ class PermissionPromptView(Vertical, can_focus=True):
 
 
 def _diff(text: str) -> Syntax:
+    text = text.rstrip("\n")  # Syntax would draw the final newline as an empty row
     lines = text.splitlines()
     if len(lines) > MAX_DIFF_LINES:
         hidden = len(lines) - MAX_DIFF_LINES

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -48,9 +49,11 @@ class ToolCard(Static, can_focus=True):
             self.remove_class(f"-{self._status}")
             self.add_class(f"-{status}")
             self._status = status
-        if status == "running" and not self.is_spinning:
+        # Waiting for the user's answer is not work in progress: no spinner then.
+        spin = status == "running" and self.block.permission != "requested"
+        if spin and not self.is_spinning:
             self._spinner = self.set_interval(0.12, self._spin)
-        elif status != "running" and self.is_spinning:
+        elif not spin and self.is_spinning:
             self._spinner.stop()
             del self._spinner
         self.update(self._render_card())
@@ -73,16 +76,17 @@ class ToolCard(Static, can_focus=True):
 
     def _render_card(self) -> RenderableType:
         block = self.block
-        glyph = SPINNER[self._frame] if block.status == "running" else _GLYPH[block.status]
+        waiting = block.permission == "requested"
+        spinning = block.status == "running" and not waiting
+        glyph = SPINNER[self._frame] if spinning else _GLYPH[block.status]
         # task_complete's summary gets its own block right below: don't say it twice.
         quiet = block.name == "task_complete" and block.status == "success"
         args = "" if quiet else summarize_arguments(block.name, block.arguments)
         head = Text.assemble(
-            (f"{glyph} ", f"bold {_status_style(block.status)}"),
-            (block.name, "bold"),
-            "  ",
-            (args, "italic"),
+            (f"{glyph} ", f"bold {_status_style(block.status)}"), (block.name, "bold")
         )
+        if args:
+            head.append(f"  {args}", style="italic")
         took = duration(block.duration)
         if took:
             head.append(f"  {took}", style="dim")
@@ -91,20 +95,26 @@ class ToolCard(Static, can_focus=True):
             head.append(f"  {note}", style="italic")
         if block.status == "running":
             if block.permission == "requested":
-                return Group(head, Text("  ⏸ waiting for your approval", style="bold"))
-            body = [Text(f"  {block.last_line}", style="dim")] if block.last_line else []
-            return Group(head, *body)
+                return Group(head, Text("  ? waiting for your approval", style="bold"))
+            if block.last_line:
+                return Group(head, _indented(Text(block.last_line, style="dim")))
+            return head
         if self.expanded:
             return Group(head, *self._full_output())
         if quiet:
             return head
-        lines = preview(block.error if block.status != "success" else block.result, _PREVIEW_LINES)
-        body = [
-            Text(f"  {line}", style="dim" if block.status == "success" else "") for line in lines
-        ]
+        failed = block.status != "success"
+        # A failure's message is the point (e.g. how to allow a denied call): keep it whole.
+        lines = preview(
+            block.error if failed else block.result, _PREVIEW_LINES, 400 if failed else 100
+        )
+        # Padding, not leading spaces, so a wrapped line stays indented under the first.
+        style = "dim" if block.status == "success" else ""
+        body: list[RenderableType] = [_indented(Text(line, style=style)) for line in lines]
         hidden = _line_count(block) - len(lines)
         if hidden > 0:
-            body.append(Text(f"  … {hidden} more lines (enter to expand)", style="dim italic"))
+            more = Text(f"… {hidden} more lines (enter to expand)", style="dim italic")
+            body.append(_indented(more))
         return Group(head, *body)
 
     def _full_output(self) -> list[RenderableType]:
@@ -114,7 +124,7 @@ class ToolCard(Static, can_focus=True):
             out.append(Text(block.error, style="red"))
         detail = block.detailed_content
         if detail and _looks_like_diff(detail):
-            out.append(Syntax(detail, "diff", theme="ansi_dark", word_wrap=True))
+            out.append(Syntax(detail.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
         elif block.result:
             out.append(Text(block.result))
         return out
@@ -126,6 +136,10 @@ _PERMISSION_NOTE = {
     "denied-interactively-by-user": "denied by you",
     "denied-no-approval-rule-and-could-not-request-from-user": "denied automatically",
 }
+
+
+def _indented(text: Text) -> Padding:
+    return Padding(text, (0, 0, 0, 2))
 
 
 def _status_style(status: str) -> str:
