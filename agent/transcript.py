@@ -39,6 +39,8 @@ from agent.events import (
     AssistantUsageData,
     Event,
     EventData,
+    ExternalToolCompletedData,
+    ExternalToolRequestedData,
     Mode,
     PermissionCompletedData,
     PermissionRequestedData,
@@ -465,6 +467,8 @@ class Transcript:
                 changes = self._permission_requested(d, ts)
             case PermissionCompletedData() as d:
                 changes = self._permission_completed(d, ts)
+            case ExternalToolRequestedData() | ExternalToolCompletedData():
+                changes = []  # an app's tool: its card comes from tool.execution_*
             case SessionIdleData() as d:
                 changes = self._idle(d, ts)
             case SessionTaskCompleteData() as d:

@@ -115,8 +115,8 @@ def _add_runtime_flags(parser: argparse.ArgumentParser) -> None:
     """``--headless``: serve the Copilot SDK's JSON-RPC protocol instead of a UI."""
     runtime = parser.add_argument_group(
         "SDK runtime",
-        "Serve JSON-RPC for an app written with the Copilot SDK (github-copilot-sdk). "
-        "--model, --allow-tool and the other permission flags set each session's defaults.",
+        "Serve JSON-RPC to an app written with the Copilot SDK (github-copilot-sdk).\n"
+        "--model and the permission flags above set every session's defaults.",
     )
     runtime.add_argument("--headless", action="store_true", help="run as an SDK runtime")
     transport = runtime.add_mutually_exclusive_group()

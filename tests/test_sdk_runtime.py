@@ -14,10 +14,11 @@ import itertools
 import json
 import os
 import shutil
+import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,6 +56,7 @@ from pydantic import BaseModel, Field  # noqa: E402
 
 from agent.history import History  # noqa: E402
 from agent.store import read_events  # noqa: E402
+from agent.transcript import RawBlock, Transcript  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -78,13 +80,12 @@ def runtime_env(home: Path) -> dict[str, str]:
     return env
 
 
-def new_client(home: Path, cwd: Path, *, tcp: bool = False) -> CopilotClient:
-    connection = (
-        RuntimeConnection.for_tcp(path=LOOPDECK)
-        if tcp
-        else RuntimeConnection.for_stdio(path=LOOPDECK)
+def new_client(home: Path, cwd: Path) -> CopilotClient:
+    return CopilotClient(
+        connection=RuntimeConnection.for_stdio(path=LOOPDECK),
+        env=runtime_env(home),
+        working_directory=str(cwd),
     )
-    return CopilotClient(connection=connection, env=runtime_env(home), working_directory=str(cwd))
 
 
 def script(folder: Path, turns: list[dict[str, Any]]) -> str:
@@ -125,7 +126,6 @@ class Runtime:
     home: Path
     workspace: Path
     scripts: Path
-    sessions: list[Any] = field(default_factory=list)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -144,9 +144,7 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runt
 
 async def new_session(rt: Runtime, turns: list[dict[str, Any]], **kwargs: Any) -> Any:
     kwargs.setdefault("on_permission_request", PermissionHandler.approve_all)
-    session = await within(rt.client.create_session(model=script(rt.scripts, turns), **kwargs))
-    rt.sessions.append(session)
-    return session
+    return await within(rt.client.create_session(model=script(rt.scripts, turns), **kwargs))
 
 
 def final_text(event: SessionEvent | None) -> str:
@@ -221,7 +219,6 @@ async def test_models_status_and_session_listing(shared: Runtime) -> None:
     assert metadata is not None and metadata.session_id == session.session_id
     assert await within(client.get_last_session_id()) == session.session_id
     await within(client.delete_session(session.session_id))
-    shared.sessions.remove(session)
     assert not (shared.home / "session-state" / session.session_id).exists()
     assert session.session_id not in {s.session_id for s in await within(client.list_sessions())}
     assert await within(client.get_session_metadata(session.session_id)) is None
@@ -314,12 +311,20 @@ async def test_sdk_defined_tool_runs_in_the_app_and_its_result_reaches_the_next_
     assert all(e.type != SessionEventType.UNKNOWN for e in logged)
     # What the second model call was sent: the history folded from the log has the
     # app's result as the tool message, answered by the final reply.
+    on_disk = read_events(shared.home / "session-state" / session.session_id).events
     history = History()
-    for event in read_events(shared.home / "session-state" / session.session_id).events:
+    for event in on_disk:
         history.apply(event)
     roles = [(m["role"], m.get("content")) for m in history.messages]
     assert ("tool", "Issue LD-7: the login test is flaky on CI.") in roles
     assert roles[-1] == ("assistant", "LD-7 is a flaky login test.")
+    # Replayed (loopdeck replay/watch), the app's tool is an ordinary tool card.
+    transcript = Transcript()
+    for event in on_disk:
+        transcript.apply(event)
+    card = transcript.get_tool("call_0_0")
+    assert card is not None and card.name == "lookup_issue" and card.status == "success"
+    assert not [item for item in transcript.items if isinstance(item, RawBlock)]
 
 
 async def test_a_permission_denied_by_the_apps_handler_stops_the_write(shared: Runtime) -> None:
@@ -544,7 +549,6 @@ async def test_hooks_steer_prompt_tools_and_stop(shared: Runtime) -> None:
     assert seen.types().count("session.idle") == 1
 
     await within(session.disconnect())
-    shared.sessions.remove(session)
     assert calls[-1] == ("sessionEnd", "complete")
 
 
@@ -580,18 +584,18 @@ async def test_resume_by_id_from_a_new_client_and_get_events(tmp_path: Path) -> 
         types = [e.type.value for e in history]
         assert types[0] == "session.start" and types[-1] == "session.resume"
         assert [e.id for e in history][: len(live)] == live
-        on_disk = read_events(home / "session-state" / session_id).events
-        assert [str(e.id) for e in history] == [e.id for e in on_disk]
         assert "session.idle" not in types  # ephemeral: never persisted
         # The resumed session continues the conversation (and its script).
         reply = await within(resumed.send_and_wait("two", timeout=T))
         assert final_text(reply) == "Second answer."
-        user_messages = [
-            e.data.content
-            for e in await within(resumed.get_events())
-            if isinstance(e.data, UserMessageData)
+        now = await within(resumed.get_events())
+        assert [e.data.content for e in now if isinstance(e.data, UserMessageData)] == [
+            "one",
+            "two",
         ]
-        assert user_messages == ["one", "two"]
+        # Idle comes after the log is on disk: what get_events returns is the file.
+        on_disk = read_events(home / "session-state" / session_id).events
+        assert [str(e.id) for e in now] == [e.id for e in on_disk]
     finally:
         await within(second.stop())
 
@@ -599,10 +603,18 @@ async def test_resume_by_id_from_a_new_client_and_get_events(tmp_path: Path) -> 
 async def test_tcp_transport_with_a_connection_token(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    client = new_client(tmp_path / "home", workspace, tcp=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = uuid.uuid4().hex
+    client = CopilotClient(
+        connection=RuntimeConnection.for_tcp(path=LOOPDECK, port=port, connection_token=token),
+        env=runtime_env(tmp_path / "home"),
+        working_directory=str(workspace),
+    )
     await within(client.start())
     try:
-        assert client.runtime_port
+        assert client.runtime_port == port
         session = await within(
             client.create_session(
                 model=script(tmp_path, [{"text": "Over TCP."}]),
@@ -610,6 +622,22 @@ async def test_tcp_transport_with_a_connection_token(tmp_path: Path) -> None:
             )
         )
         assert final_text(await within(session.send_and_wait("hi", timeout=T))) == "Over TCP."
+        # A second app can join the same runtime with the token, and only with it.
+        other = CopilotClient(
+            connection=RuntimeConnection.for_uri(f"127.0.0.1:{port}", connection_token=token)
+        )
+        await within(other.start())
+        try:
+            listed = [s.session_id for s in await within(other.list_sessions())]
+            assert session.session_id in listed
+        finally:
+            await within(other.stop())
+        intruder = CopilotClient(
+            connection=RuntimeConnection.for_uri(f"127.0.0.1:{port}", connection_token="wrong")
+        )
+        with pytest.raises(JsonRpcError, match="token"):
+            await within(intruder.start())
+        await within(intruder.force_stop())
     finally:
         await within(client.stop())
 

@@ -63,10 +63,11 @@ class SdkSession(Session):
 
     system_append: str = ""
     system_replace: str | None = None
+    start_context: str = ""  # from the sessionStart hook
 
     def system_prompt(self) -> str:
-        prompt = self.system_replace if self.system_replace is not None else super().system_prompt()
-        return f"{prompt}\n\n{self.system_append}" if self.system_append else prompt
+        base = self.system_replace if self.system_replace is not None else super().system_prompt()
+        return "\n\n".join(p for p in (base, self.system_append, self.start_context) if p)
 
     def refresh(self) -> None:
         """Rebuild the tool registries and system prompts on next use."""
@@ -195,10 +196,9 @@ class HostedSession:
         return not self.connections
 
     async def close(self) -> None:
+        """Stop forwarding and close the session: a running loop is aborted, which
+        also settles what it waited for (permission answers, external tools)."""
         self._unsubscribe()
-        for future in self._permissions.values():
-            if not future.done():
-                future.set_result(PermissionAnswer("deny", "the app went away"))
         try:
             await self.session.close()
         except Exception:
@@ -221,9 +221,6 @@ class HostedSession:
             return False
         future.set_result(permission_answer(result))
         return True
-
-    def pending_permissions(self) -> list[str]:
-        return list(self._permissions)
 
 
 def permission_answer(result: Any) -> PermissionAnswer:
@@ -365,11 +362,8 @@ class SdkHooks(LoopHooks):
     async def session_start(self, source: str) -> None:
         """``sessionStart``; its ``additionalContext`` joins the system prompt."""
         out = await self.invoke("sessionStart", {"source": source})
-        context = _text(out.get("additionalContext")) if out else None
-        if context:
-            session = self.hosted.session
-            session.system_append = "\n\n".join(p for p in (session.system_append, context) if p)
-            session.refresh()
+        if out is not None:
+            self.hosted.session.start_context = _text(out.get("additionalContext")) or ""
 
     async def session_end(self, reason: str) -> None:
         await self.invoke("sessionEnd", {"reason": reason})

@@ -38,6 +38,7 @@ _LEVELS = {
     "all": logging.DEBUG,
 }
 _EXIT_GRACE = 2.0  # after runtime.shutdown, how long stdio waits for the client to hang up
+_KEEP_LOGS = 20
 
 
 def run_server(args: argparse.Namespace, cwd: Path) -> int:
@@ -47,6 +48,8 @@ def run_server(args: argparse.Namespace, cwd: Path) -> int:
     token = None if stdio else os.environ.get("COPILOT_CONNECTION_TOKEN") or None
     runtime = Runtime(cwd=cwd, store=SessionStore(loopdeck_home()), flags=args, token=token)
     log.info("loopdeck runtime starting (%s) in %s", "stdio" if stdio else "tcp", cwd)
+    if getattr(args, "ignored_flags", None):
+        log.info("flags loopdeck does not know, ignored: %s", " ".join(args.ignored_flags))
     try:
         if protocol_fd is not None:
             asyncio.run(_serve_stdio(runtime, protocol_fd))
@@ -69,12 +72,17 @@ def _take_stdout() -> int:
 
 
 def _setup_logging(level_name: str | None) -> Path | None:
+    """One log file per run in ``$LOOPDECK_HOME/logs`` (the newest few are kept)."""
     level = _LEVELS.get((level_name or "info").lower(), logging.INFO)
     root = logging.getLogger()
     root.setLevel(level)
+    if level > logging.CRITICAL:
+        return None
     folder = loopdeck_home() / "logs"
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for old in sorted(folder.glob("headless-*.log"))[:-_KEEP_LOGS]:
+            old.unlink(missing_ok=True)
         path = folder / f"headless-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
         handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
     except OSError:
