@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +36,7 @@ class EventIndex:
     """Per line: byte offset, event type and timestamp (seconds since the epoch)."""
 
     path: Path
-    offsets: list[int] = field(default_factory=list)
+    offsets: array[int] = field(default_factory=lambda: array("q"))  # 8 bytes per line
     types: list[str] = field(default_factory=list)
     times: list[float | None] = field(default_factory=list)
     turn_starts: list[int] = field(default_factory=list)  # positions of turn_start lines
@@ -64,7 +66,8 @@ class EventIndex:
 
     def _add(self, offset: int, raw: bytes) -> None:
         type_match = _TYPE.search(raw)
-        etype = type_match.group(1).decode("utf-8", "replace") if type_match else "?"
+        # One shared str per type name: not a new one decoded for every line.
+        etype = _type_name(type_match.group(1)) if type_match else "?"
         if etype == "assistant.turn_start":
             self.turn_starts.append(len(self.offsets))
         self.offsets.append(offset)
@@ -88,24 +91,33 @@ class EventIndex:
 
     def turn_of(self, position: int) -> int:
         """How many turns have started before ``position`` (0-based count)."""
-        lo, hi = 0, len(self.turn_starts)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.turn_starts[mid] < position:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return bisect_left(self.turn_starts, position)
 
     def elapsed(self, position: int) -> float:
         """Recorded seconds from the first event to the event at ``position``."""
-        first = next((t for t in self.times if t is not None), None)
-        if first is None or not self.times:
+        times = self.times
+        first = next((t for t in times if t is not None), None)
+        if first is None:
             return 0.0
-        for t in reversed(self.times[: position + 1]):
+        # Walk back from ``position`` without copying the list (called per event shown).
+        for i in range(min(position, len(times) - 1), -1, -1):
+            t = times[i]
             if t is not None:
                 return max(0.0, t - first)
         return 0.0
+
+
+_TYPE_NAMES: dict[bytes, str] = {}  # one str per event type, shared by every index
+_TYPE_NAMES_MAX = 1024  # a corrupt log with endless made-up types must not grow it forever
+
+
+def _type_name(raw: bytes) -> str:
+    name = _TYPE_NAMES.get(raw)
+    if name is None:
+        name = raw.decode("utf-8", "replace")
+        if len(_TYPE_NAMES) < _TYPE_NAMES_MAX:
+            _TYPE_NAMES[raw] = name
+    return name
 
 
 def _epoch(stamp: str) -> float | None:
@@ -161,7 +173,7 @@ class LogFollower:
 
     def __init__(self, path: Path) -> None:
         self.path = events_file(path)
-        self._offset = 0
+        self._offset = 0  # end of the last whole line read
         self._partial = b""
         self._inode: int | None = None
 
@@ -173,15 +185,17 @@ class LogFollower:
         if self._inode is not None and (stat.st_ino != self._inode or stat.st_size < self._offset):
             self._offset, self._partial = 0, b""  # replaced or truncated: start over
         self._inode = stat.st_ino
-        if stat.st_size == self._offset:
+        if stat.st_size == self._offset and not self._partial:
             return
+        # Read from the end of the last whole line: an unfinished line is read again
+        # rather than kept, so one a new writer set aside (store.set_aside_torn_tail
+        # cuts the log back to its last newline) is not glued to what it appends.
         with self.path.open("rb") as fh:
             fh.seek(self._offset)
             data = fh.read()
-        self._offset += len(data)
-        data = self._partial + data
         lines = data.split(b"\n")
         self._partial = lines.pop()
+        self._offset += len(data) - len(self._partial)
         for raw in lines:
             if raw.strip():
                 yield raw.decode("utf-8", "replace")

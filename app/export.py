@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -29,6 +30,7 @@ from agent.transcript import (
 from widgets.format import cost, duration, summarize_arguments, tokens
 
 MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed block
+_BACKTICKS = re.compile(r"`{3,}")
 _GLYPH = {"success": "✓", "failure": "✗", "interrupted": "■", "running": "…", "pending": "…"}
 
 
@@ -86,7 +88,9 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
         case NoticeBlock():
             return [f"*{block.message}*"]
         case RawBlock():
-            return [f"`{block.type}` `{json.dumps(block.data, ensure_ascii=False)[:200]}`"]
+            data = json.dumps(block.data, ensure_ascii=False)
+            shown = data if len(data) <= 200 else data[:199] + "…"
+            return [f"`{block.type}` `{shown}`"]
     return []
 
 
@@ -109,8 +113,11 @@ def _md_tool(tool: ToolCallBlock) -> list[str]:
     lines = body.rstrip().splitlines()
     if len(lines) > MAX_OUTPUT_LINES:
         lines = [*lines[:MAX_OUTPUT_LINES], f"… {len(lines) - MAX_OUTPUT_LINES} more lines"]
-    fence = "```diff" if body.startswith(("---", "@@", "diff ")) else "```"
-    return [head, "", "  " + fence, *("  " + line for line in lines), "  ```", ""]
+    # Longer than any run of backticks in the output, so a fence in it (a viewed
+    # Markdown file) cannot close this one.
+    ticks = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(body)), default=0))
+    fence = ticks + ("diff" if body.startswith(("---", "@@", "diff ")) else "")
+    return [head, "", "  " + fence, *("  " + line for line in lines), "  " + ticks, ""]
 
 
 def _args(tool: ToolCallBlock) -> str:
@@ -124,6 +131,7 @@ body{font:15px/1.5 system-ui,sans-serif;max-width:860px;margin:2em auto;padding:
 color:#1f2328}
 h1{font-size:1.4em} .facts{color:#57606a} .user{border-left:4px solid #0969da;padding:.2em .8em}
 .nudge{border-left:4px solid #bf8700;background:#fff8c5;padding:.2em .8em}
+.user,.nudge{white-space:pre-wrap}
 .turn{border-left:2px solid #d0d7de;padding:.1em .8em;margin:1em 0}
 .turn h3{font-size:.95em;color:#57606a;margin:.2em 0}
 details{margin:.3em 0} summary{cursor:pointer;font-family:ui-monospace,monospace;font-size:.9em}

@@ -4,6 +4,7 @@ replay, delete."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from textual import on
@@ -79,7 +80,7 @@ class SessionBrowser(Screen[None]):
         for s in self.rows:
             table.add_row(
                 s.id[:8],
-                s.started[:16].replace("T", " "),
+                _short_time(s.started),
                 "here" if s.cwd == here else Path(s.cwd).name or s.cwd,
                 s.mode,
                 str(s.turns),
@@ -143,3 +144,10 @@ class SessionBrowser(Screen[None]):
 
     def action_leave(self) -> None:
         self.app.pop_screen()
+
+
+def _short_time(stamp: str) -> str:
+    try:
+        return datetime.fromisoformat(stamp).astimezone().strftime("%m-%d %H:%M")
+    except ValueError:
+        return stamp[:16]

@@ -238,7 +238,7 @@ class ReplayScreen(ViewerScreen):
         if self._gap_note:
             text.append(f"  ·  {self._gap_note}", style="italic")
         text.append(
-            "   space play/pause · ←/→ turn · +/- speed · g/G start/end · q quit", style="dim"
+            "\nspace play/pause · ←/→ turn · +/- speed · g/G start/end · q leave", style="dim"
         )
         self.bar.update(text)
         self.refresh_status(busy=self.playing)
@@ -268,6 +268,7 @@ class WatchScreen(ViewerScreen):
 
     def poll(self) -> None:
         new = 0
+        was_partial = bool(self.follower.pending_partial)
         for line in self.follower.poll():
             try:
                 event = event_from_json(line)
@@ -279,6 +280,8 @@ class WatchScreen(ViewerScreen):
             new += 1
         if new:
             self.timeline.transcript.finish_replay()
+        # A half-written line alone (a writer that died mid-line) changes the bar too.
+        if new or bool(self.follower.pending_partial) != was_partial:
             self._update_bar()
 
     def _update_bar(self) -> None:

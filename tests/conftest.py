@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 # Must be set before anything imports litellm.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -21,4 +22,7 @@ def loopdeck_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("LOOPDECK_HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("LOOPDECK_MODEL", raising=False)
+    # Local times (session listings, the browser) render the same on every machine.
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
     yield home
