@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from agent.events import Event
-from agent.store import EVENTS_FILE, parse_lines
+from agent.events import Event, EventParseError, event_from_json
+from agent.store import EVENTS_FILE
 
 _TYPE = re.compile(rb'"type"\s*:\s*"([^"]+)"')
 _TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]+)"')
@@ -66,8 +66,12 @@ class EventIndex:
 
     def _add(self, offset: int, raw: bytes) -> None:
         type_match = _TYPE.search(raw)
-        # One shared str per type name: not a new one decoded for every line.
-        etype = _type_name(type_match.group(1)) if type_match else "?"
+        if type_match:
+            name = type_match.group(1)
+            # One shared str per type name, not a new one decoded for every line.
+            etype = _TYPE_NAMES.get(name) or _type_name(name)
+        else:
+            etype = "?"
         if etype == "assistant.turn_start":
             self.turn_starts.append(len(self.offsets))
         self.offsets.append(offset)
@@ -79,7 +83,12 @@ class EventIndex:
         return len(self.offsets)
 
     def read(self, start: int, stop: int) -> list[Event]:
-        """Parse lines ``start:stop`` (corrupt ones are skipped, as the reader does)."""
+        """Parse lines ``start:stop``; corrupt ones are skipped, as the reader does."""
+        return [event for event in self.read_slots(start, stop) if event is not None]
+
+    def read_slots(self, start: int, stop: int) -> list[Event | None]:
+        """Lines ``start:stop``, one slot per indexed line (None where it is corrupt),
+        so positions keep matching the index."""
         stop = min(stop, len(self.offsets))
         if start >= stop:
             return []
@@ -87,7 +96,15 @@ class EventIndex:
         with self.path.open("rb") as fh:
             fh.seek(self.offsets[start])
             chunk = fh.read(end - self.offsets[start])
-        return parse_lines(chunk.decode("utf-8", "replace")).events
+        slots: list[Event | None] = []
+        for raw in chunk.split(b"\n"):
+            if not raw.strip():
+                continue  # blank lines are not indexed either
+            try:
+                slots.append(event_from_json(raw.decode("utf-8", "replace")))
+            except (ValueError, EventParseError):
+                slots.append(None)
+        return slots
 
     def turn_of(self, position: int) -> int:
         """How many turns have started before ``position`` (0-based count)."""

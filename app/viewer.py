@@ -27,6 +27,7 @@ STYLES = Path(__file__).resolve().parent.parent / "styles"
 WINDOW_TURNS = 40  # turns parsed and shown when jumping into a long log
 READ_CHUNK = 500  # events parsed at a time while playing
 POLL_SECONDS = 0.2
+VIEWER_MAX_MOUNTED = 24  # blocks drawn as widgets (see benchmarks/replay_load.py)
 
 
 class ViewerApp(App[int]):
@@ -52,6 +53,8 @@ class ViewerScreen(Screen[None]):
         self.path = path
         self.sub_title = title
         self.timeline = Timeline(id="timeline")
+        # Opening a long log draws only its tail; "load earlier" brings back the rest.
+        self.timeline.max_mounted = VIEWER_MAX_MOUNTED
         self.bar = Static(id="replay-bar")
         self.status = StatusBar(id="status")
 
@@ -97,7 +100,7 @@ class ReplayScreen(ViewerScreen):
         self.playing = speed > 0
         self._player: asyncio.Task[None] | None = None
         self._cache_start = 0
-        self._cache: list[Event] = []
+        self._cache: list[Event | None] = []
         self._gap_note = ""
 
     def on_mount(self) -> None:
@@ -140,7 +143,7 @@ class ReplayScreen(ViewerScreen):
         offset = position - self._cache_start
         if not 0 <= offset < len(self._cache):
             self._cache_start = position
-            self._cache = self.index.read(position, position + READ_CHUNK)
+            self._cache = self.index.read_slots(position, position + READ_CHUNK)
             offset = 0
         return self._cache[offset] if offset < len(self._cache) else None
 

@@ -115,3 +115,18 @@ def test_follower_starts_over_when_the_file_is_replaced(tmp_path: Path) -> None:
     assert list(follower.poll()) == ["a", "b"]
     path.write_text("c\n")  # truncated and rewritten
     assert list(follower.poll()) == ["c"]
+
+
+def test_read_slots_keep_positions_aligned_across_a_corrupt_line(tmp_path: Path) -> None:
+    lines = [
+        line("user.message", "2026-01-01T00:00:00.000Z", content="one"),
+        '{"type": "user.message", "data": {oops',
+        line("user.message", "2026-01-01T00:00:02.000Z", content="three"),
+    ]
+    index = EventIndex.build(write_log(tmp_path / "events.jsonl", lines))
+    slots = index.read_slots(0, len(index))
+    assert len(slots) == len(index) == 3
+    assert slots[1] is None
+    assert [e.data.content for e in index.read(0, 3)] == ["one", "three"]  # type: ignore[attr-defined]
+    (third,) = index.read_slots(2, 3)  # reading from a later position lands on its line
+    assert third is not None and third.data.content == "three"  # type: ignore[attr-defined]
