@@ -2,8 +2,9 @@
 
     python -m benchmarks.tui [--tools N] [--repeat K] [--long-repeat K]
                              [--scenarios first_frame,stream,long,resume]
-                             [--delay-ms MS] [--max-mounted N] [--size WxH]
-                             [--no-encode] [--profile stream|stream0|long|resume]
+                             [--delay-ms MS] [--stream-ms MS] [--tool glob|noop]
+                             [--max-mounted N] [--size WxH] [--no-encode] [--css FILE]
+                             [--profile stream|stream0|long|resume]
 
 Every measured run is a fresh child process (``--child``) so that memory peaks,
 Textual's caches and import state never carry over from one run to the next. Runs
@@ -23,14 +24,18 @@ of the variants of a scenario are interleaved, so a noisy neighbour hurts all al
    headings, paragraphs, lists, code, a table) streamed over ``--stream-ms``
    (default 2,000 ms), and the same at zero delay. Clock: from posting the prompt
    until the first frame displayed after the TurnView's Markdown holds the whole
-   text and every pending ``Markdown.update``/``append`` has finished.
+   text and every pending ``Markdown.update``/``append`` has finished (at zero
+   delay the turn ends before its view mounts and is drawn once, as a Static).
+   Checked: the widget holds the text once, as many blocks as a fresh render.
 3. **long**: ``--tools`` turns (default 2,000) each with a line of text and one
    ``glob`` call on a tiny workspace, ``--delay-ms`` per turn (default 2 ms), one
    ``send``. A probe task sleeps 10 ms in a loop and records how late it wakes
    (event-loop lag). Also frames, frame cost, widgets mounted (sampled), the
-   timeline's ``mounted_blocks`` and virtual height, RSS.
+   timeline's ``mounted_blocks`` and virtual height, RSS. Checked: every turn and
+   tool call is in the transcript and every call succeeded.
 4. **memory**: RSS from ``/proc/self/status`` (``VmRSS``) and the peak from
-   ``getrusage`` in each child; ``gc`` object counts before and after the long run.
+   ``getrusage`` in each child; ``gc`` object counts before and after the long run
+   and the ``Widget`` objects still alive at its end (vs. the widgets mounted).
 5. **resume**: a ``--tools``-call session recorded once through the real loop,
    then ``Session.resume`` + ``LoopdeckApp`` (``timeline.load``: fold everything,
    mount the tail); times the opener, the load, the first frame after it and the
@@ -38,7 +43,10 @@ of the variants of a scenario are interleaved, so a noisy neighbour hurts all al
 
 Headless Textual skips turning a frame into terminal escape codes; by default the
 benchmark does that work anyway (``--no-encode`` to skip) so a frame costs what it
-costs on a terminal. Results: a table on stdout and ``benchmarks/results/tui.json``.
+costs on a terminal. ``--css FILE`` runs the in-process scenarios with another
+stylesheet (A/B a change to ``styles/app.tcss``); ``--profile`` runs one child
+under cProfile and prints the hottest functions. Results: a table on stdout and
+``benchmarks/results/tui.json`` (per-run values, median / p95 / min / max).
 """
 
 from __future__ import annotations
@@ -577,6 +585,8 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
 
 
 async def child_long(p: dict[str, Any]) -> dict[str, Any]:
+    from textual.widget import Widget
+
     from agent.models.scripted import Script, ScriptedModel
     from agent.session import Session
     from agent.store import SessionStore
@@ -655,7 +665,11 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         items = len(transcript.items)
         rss_end = rss_kib()
         gc.collect()
-        objects_end = len(gc.get_objects())
+        objects = gc.get_objects()
+        objects_end = len(objects)
+        # Widgets still alive, mounted or not: more than are mounted would be a leak.
+        widgets_alive = sum(1 for o in objects if isinstance(o, Widget))
+        del objects
     wall = end - start
     half = [s for s in samples if s["turn"] >= n // 2]
     return {
@@ -687,6 +701,7 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         ),
         "gc_objects_start": objects_start,
         "gc_objects_end": objects_end,
+        "widgets_alive_end": widgets_alive,
         "samples": [{k: v for k, v in s.items() if k != "t"} for s in samples],
     }
 
@@ -1410,7 +1425,8 @@ def print_report(results: dict[str, Any], args: argparse.Namespace) -> list[str]
             f"{_v(lg['rss_end_kib'], fmt=',.0f')} KiB, "
             f"peak {_v(lg['rss_peak_kib'], fmt=',.0f')} KiB, "
             f"2nd-half growth {_v(lg['rss_second_half_growth_kib'], fmt=',.0f')} KiB; gc objects "
-            f"{_v(lg['gc_objects_start'], fmt=',.0f')} -> {_v(lg['gc_objects_end'], fmt=',.0f')}"
+            f"{_v(lg['gc_objects_start'], fmt=',.0f')} -> {_v(lg['gc_objects_end'], fmt=',.0f')}, "
+            f"widget objects alive {_v(lg['widgets_alive_end'], fmt=',.0f')}"
         )
         p95 = lg["lag.p95_ms"]["median"]
         verdict = "ok" if p95 < TARGET_P95_LAG_MS else "OVER"
