@@ -70,6 +70,7 @@ class TurnView(Vertical):
         self._replacing = 0  # full renders waiting for a stopped stream (_replace_stream)
         self._cards: dict[str, ToolCard] = {}
         self._collapsed = False
+        self._header_signature: tuple[object, ...] = ()
         # Events can reach the view before it is mounted (a fast model emits a whole
         # turn at once); until on_mount draws the block as it is then, they wait.
         self._ready = False
@@ -99,9 +100,22 @@ class TurnView(Vertical):
         if not self._ready:
             return
         block = self.block
-        self.header.refresh()
-        self.set_class(block.status == "running", "-running")
-        self.set_class(block.status in ("aborted", "error"), "-failed")
+        # Streamed deltas only touch the text: leave the header and classes alone
+        # then (a restyle or repaint per delta is what a fast stream cannot afford).
+        signature = (
+            block.status,
+            block.retries,
+            block.input_tokens,
+            block.output_tokens,
+            block.cost,
+            bool(block.text),
+            len(block.tools),
+        )
+        if signature != self._header_signature:
+            self._header_signature = signature
+            self.header.refresh()
+            self.set_class(block.status == "running", "-running")
+            self.set_class(block.status in ("aborted", "error"), "-failed")
         text = block.text
         if text != self._shown + self._pending:
             if text.startswith(self._shown + self._pending):
