@@ -467,6 +467,7 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
     # Every Markdown.update/append: when it was asked for and when it finished.
     pending: dict[int, list[Any]] = {}  # id(widget) -> futures
     finished_at: dict[int, float] = {}
+    updates: list[tuple[float, Any]] = []  # full renders: (asked at, future)
     originals = {name: getattr(Markdown, name) for name in ("update", "append")}
 
     def tracked(name: str) -> Callable[..., Any]:
@@ -478,6 +479,8 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
             if future is not None:
                 key = id(self)
                 pending.setdefault(key, []).append(future)
+                if name == "update":
+                    updates.append((time.perf_counter(), future))
                 future.add_done_callback(
                     lambda _f: finished_at.__setitem__(key, time.perf_counter())
                 )
@@ -556,6 +559,11 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
                     f"the Markdown widget holds {blocks} blocks, a fresh render {expected}",
                 )
         update_calls = len(pending.get(id(body), []))
+        # The last full render (Markdown.update of the whole text), asked -> done.
+        final_update = None
+        if updates and updates[-1][1].done():
+            asked = updates[-1][0]
+            final_update = finished_at.get(id(body), asked) - asked
         body_kind = type(body).__name__
     chunks = model.items - 1  # the final ModelReply is not a chunk
     nominal = p["delay_ms"] / 1000
@@ -574,6 +582,7 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
         "markdown_blocks": blocks,
         "markdown_blocks_expected": expected,
         "markdown_calls": update_calls,
+        "final_update_s": final_update,
         **_frame_summary(app, start, shown),
         "lag": lag_stats(lags),
         "rss_end_kib": rss_kib(),
