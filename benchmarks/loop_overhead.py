@@ -26,14 +26,11 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import datetime
 import gc
 import json
 import os
-import platform
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +46,7 @@ from agent.session import Session
 from agent.store import EVENTS_FILE, SessionStore
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
+from benchmarks.machine import load_average, machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "loop_overhead.json"
 PROFILE_OUT = RESULTS.with_suffix(".prof")
@@ -314,46 +312,6 @@ def summarize(variant: Variant, turns: int, runs: list[RunResult]) -> VariantSum
         )
         summary.file_bytes = runs[0].file_bytes
     return summary
-
-
-def machine() -> dict[str, Any]:
-    try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        nproc = os.cpu_count() or 0
-    return {
-        "nproc": nproc,
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "tmpdir": tempfile.gettempdir(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git": git_describe(),
-        "loadavg_start": load_average(),
-    }
-
-
-def load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def git_describe() -> str | None:
-    """The commit measured, with ``-dirty`` when the working tree has changes."""
-    try:
-        done = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=Path(agent.__file__).resolve().parent.parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
 
 
 def _num(value: float | int | None, fmt: str = ",.0f") -> str:

@@ -51,7 +51,6 @@ import functools
 import gc
 import json
 import os
-import platform
 import pstats
 import random
 import statistics
@@ -65,6 +64,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.machine import load_average, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "replay_load.json"
@@ -1042,45 +1043,6 @@ def print_report(results: dict[str, Any]) -> list[str]:
 # =====================================================================================
 
 
-def machine() -> dict[str, Any]:
-    try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        nproc = os.cpu_count() or 0
-    return {
-        "nproc": nproc,
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "tmpdir": tempfile.gettempdir(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git": _git_describe(),
-        "loadavg_start": _load_average(),
-    }
-
-
-def _load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _git_describe() -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
-
-
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -1321,7 +1283,7 @@ def main(argv: list[str] | None = None) -> int:
             results["memory"] = bench_memory(sizes, files, warmup, args)
         if args.cold:
             results["cold"] = bench_cold(path, args, tmp)
-        info["loadavg_end"] = _load_average()
+        info["loadavg_end"] = load_average()
 
     failures = print_report(results)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
