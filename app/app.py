@@ -67,6 +67,7 @@ class LoopdeckApp(App[int]):
         self.timeline = Timeline(nudge_cap=nudge_cap, id="timeline")
         self.prompt = PromptInput(id="prompt")
         self.hint = Static(IDLE_HINT, id="hint")
+        self._hint_text = IDLE_HINT
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
         self._last_ctrl_c = 0.0
         self._startup_error: str | None = None
@@ -133,7 +134,11 @@ class LoopdeckApp(App[int]):
             busy=busy,
             queued=session.queued,
         )
-        self.hint.update(BUSY_HINT if busy else IDLE_HINT)
+        hint = BUSY_HINT if busy else IDLE_HINT
+        if hint != self._hint_text:
+            # Static.update asks for a layout of the whole screen: only when it changes.
+            self._hint_text = hint
+            self.hint.update(hint)
 
     def _idle_now(self) -> bool:
         # The idle event arrives just before the session's runner task ends.

@@ -48,6 +48,9 @@ class ViewerScreen(Screen[None]):
 
     Works on its own (in :class:`ViewerApp`) or pushed from the session browser."""
 
+    # Nothing is focused at first: a highlighted turn would look like a selection.
+    AUTO_FOCUS = None
+
     def __init__(self, path: Path, title: str) -> None:
         super().__init__()
         self.path = path
@@ -81,14 +84,16 @@ class ViewerScreen(Screen[None]):
 
 
 class ReplayScreen(ViewerScreen):
+    # Priority: the viewer has no text input, and a focused turn or the scrolling
+    # timeline must not take the player's keys (home, arrows, space) for itself.
     BINDINGS = [
-        Binding("space", "toggle_play", "Play/pause"),
-        Binding("right,n", "next_turn", "Next turn"),
-        Binding("left,p", "previous_turn", "Previous turn"),
-        Binding("home,g", "start", "Start"),
-        Binding("end,G", "end", "End"),
-        Binding("plus,equals_sign,f", "faster", "Faster"),
-        Binding("minus,s", "slower", "Slower"),
+        Binding("space", "toggle_play", "Play/pause", priority=True),
+        Binding("right,n", "next_turn", "Next turn", priority=True),
+        Binding("left,p", "previous_turn", "Previous turn", priority=True),
+        Binding("home,g", "start", "Start", priority=True),
+        Binding("end,G", "end", "End", priority=True),
+        Binding("plus,equals_sign,f", "faster", "Faster", priority=True),
+        Binding("minus,s", "slower", "Slower", priority=True),
         Binding("q,escape", "leave", "Leave"),
     ]
 

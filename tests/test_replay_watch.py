@@ -40,8 +40,7 @@ from widgets.message_blocks import (
     TaskCompleteView,
     UserMessageView,
 )
-from widgets.tool_card import ToolCard
-from widgets.turn_view import TurnView
+from widgets.turn_digest import TurnDigest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = FIXTURES.parent.parent
@@ -83,7 +82,10 @@ async def wait_until(
         await pilot.pause(0.02)
 
 
-def count(screen: ReplayScreen | WatchScreen, view: type) -> int:
+TURN = ".turn"  # a turn's widget: a live TurnView or, once it is history, a TurnDigest
+
+
+def count(screen: ReplayScreen | WatchScreen, view: type | str) -> int:
     return len(screen.timeline.query(view))
 
 
@@ -149,11 +151,11 @@ async def test_instant_replay_of_a_loopdeck_session_shows_every_block() -> None:
         assert screen.timeline.mounted_blocks == len(t.items) == 9
         assert count(screen, UserMessageView) == 1
         assert count(screen, NudgeView) == 1
-        assert count(screen, TurnView) == 6
+        assert count(screen, TURN) == 6
         assert count(screen, TaskCompleteView) == 1
         assert count(screen, RawView) == 0
         # The last turn (the task_complete call) is on screen, scrolled to.
-        last = screen.timeline.query(TurnView).last()
+        last = screen.timeline.query(TURN).last()
         assert last.region.height > 0 and screen.timeline.is_vertical_scroll_end
         assert markers(screen) == []
 
@@ -172,9 +174,10 @@ async def test_instant_replay_of_a_copilot_session_keeps_unknown_types() -> None
         assert sorted(raw) == sorted(COPILOT_RAW_TYPES)
         assert count(screen, NoticeView) == 1  # session.info is modelled
         assert count(screen, UserMessageView) == 2
-        assert count(screen, TurnView) == 3
-        (card,) = screen.timeline.query(ToolCard)
-        assert card.block.name == "bash" and card.block.status == "success"
+        assert count(screen, TURN) == 3
+        # History is drawn by one TurnDigest per turn; the bash call is in one of them.
+        (tool,) = [t for v in screen.timeline.query(TurnDigest) for t in v.block.tools]
+        assert tool.name == "bash" and tool.status == "success"
         future = next(v for v in screen.timeline.query(RawView) if v.block.type == "future.thing")
         assert "sprocket" in str(future.render())
 
@@ -187,7 +190,7 @@ async def test_replay_of_a_torn_file_shows_what_is_whole() -> None:
         assert "turn 2 of 2" in bar(screen) and "event 9/9" in bar(screen)
         t = screen.timeline.transcript
         assert t.turns == 2
-        assert count(screen, TurnView) == 2 and count(screen, UserMessageView) == 1
+        assert count(screen, TURN) == 2 and count(screen, UserMessageView) == 1
         assert count(screen, RawView) == 0
         # Stepping and playing over the torn end do not crash either.
         for key in ("g", "right", "right", "right", "left", "G", "space", "plus", "plus", "plus"):
@@ -228,11 +231,11 @@ async def test_playback_at_high_speed_reaches_the_end_and_marks_the_long_pause()
         text = bar(screen)
         assert "■ end" in text and "turn 6 of 6" in text and "16×" in text
         assert markers(screen) == ["⏩ 42.7s without events — shortened"]
-        assert count(screen, TurnView) == 6 and count(screen, TaskCompleteView) == 1
+        assert count(screen, TURN) == 6 and count(screen, TaskCompleteView) == 1
         # The marker sits where the pause was: after the bash turn, before the last one.
         children = list(screen.timeline.children)
         marker = next(c for c in children if c.has_class("marker"))
-        turns = list(screen.timeline.query(TurnView))
+        turns = list(screen.timeline.query(TURN))
         assert children.index(turns[4]) < children.index(marker) < children.index(turns[5])
 
 
@@ -266,7 +269,7 @@ async def test_arrows_step_turns_and_g_jumps() -> None:
             assert f"event {position}/36" in bar(screen)
             assert screen.position == position
             assert screen.timeline.transcript.turns == turn
-            assert count(screen, TurnView) == turn
+            assert count(screen, TURN) == turn
             assert not screen.playing
 
         await press("g", 0, 0)
@@ -399,7 +402,7 @@ async def test_watch_follows_a_writer_process_through_its_crash(tmp_path: Path) 
             await writer.wait()
             await pilot.pause(0.6)  # a few polls with the half line still there
             assert t().events == 21 and screen.problems == 0 and markers(screen) == []
-            assert count(screen, TurnView) == 4 and count(screen, NudgeView) == 1
+            assert count(screen, TURN) == 4 and count(screen, NudgeView) == 1
             assert app_is_running(pilot)
             # A new writer ends the torn line and writes the rest (the lost event again).
             writer = await start_writer(log, 21, len(lines), prefix="NL")

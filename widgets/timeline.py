@@ -39,11 +39,12 @@ from widgets.message_blocks import (
     UserMessageView,
 )
 from widgets.tool_card import ToolCard
+from widgets.turn_digest import TurnDigest
 from widgets.turn_view import TurnView
 
 MAX_MOUNTED = 60  # top-level blocks kept as widgets
 LOAD_CHUNK = 40
-LIVE_TURNS = 3  # the newest turns keep their rich Markdown widget
+LIVE_TURNS = 3  # the newest turns stay live widgets; older ones become one TurnDigest
 
 
 class LoadEarlier(Static, can_focus=True):
@@ -117,7 +118,7 @@ class Timeline(VerticalScroll):
         item = change.item
         if change.parent is not None and isinstance(item, ToolCallBlock):
             turn_view = self._views.get(change.parent.block_id)
-            if isinstance(turn_view, TurnView):
+            if isinstance(turn_view, TurnView | TurnDigest):
                 turn_view.sync_tool(item)
             return
         view = self._views.get(item.block_id)
@@ -125,7 +126,7 @@ class Timeline(VerticalScroll):
             if change.kind == "added" or item in self.transcript.items[-1:]:
                 self._append(item)
             return
-        if isinstance(view, TurnView | ToolCard):
+        if isinstance(view, TurnView | TurnDigest | ToolCard):
             view.sync()
         else:
             view.refresh()
@@ -137,14 +138,28 @@ class Timeline(VerticalScroll):
         if isinstance(view, TurnView):
             self._live_turns.append(view)
             while len(self._live_turns) > LIVE_TURNS:
-                self._live_turns.pop(0).collapse()
+                self._to_digest(self._live_turns.pop(0))
         self._prune()
+
+    def _to_digest(self, view: TurnView) -> None:
+        """A live turn became history: one cheap widget takes its place."""
+        block = view.block
+        if not block.finished or self._views.get(block.block_id) is not view:
+            return
+        digest = TurnDigest(
+            block, show_model=view.header.show_model, expanded=view.expanded_tools
+        )
+        self._views[block.block_id] = digest
+        self.mount(digest, before=view)
+        view.remove()
 
     def _make_view(self, item: Block) -> Widget:
         match item:
             case TurnBlock():
                 show_model = item.model != self._last_model
                 self._last_model = item.model
+                if item.finished:  # history (resume, replay, "load earlier")
+                    return TurnDigest(item, show_model=show_model)
                 return TurnView(item, show_model=show_model)
             case UserBlock(is_nudge=True):
                 return NudgeView(item, self.nudge_cap)

@@ -29,7 +29,7 @@ class ToolCard(Static, can_focus=True):
     """Renders one :class:`ToolCallBlock`. The full output is built only when expanded."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter,space", "toggle_output", "Expand/collapse", show=False)
+        Binding("enter", "toggle_output", "Expand/collapse", show=False)
     ]
 
     def __init__(self, block: ToolCallBlock) -> None:
@@ -75,59 +75,59 @@ class ToolCard(Static, can_focus=True):
         self.action_toggle_output()
 
     def _render_card(self) -> RenderableType:
-        block = self.block
-        waiting = block.permission == "requested"
-        spinning = block.status == "running" and not waiting
-        glyph = SPINNER[self._frame] if spinning else _GLYPH[block.status]
-        # task_complete's summary gets its own block right below: don't say it twice.
-        quiet = block.name == "task_complete" and block.status == "success"
-        args = "" if quiet else summarize_arguments(block.name, block.arguments)
-        head = Text.assemble(
-            (f"{glyph} ", f"bold {_status_style(block.status)}"), (block.name, "bold")
-        )
-        if args:
-            head.append(f"  {args}", style="italic")
-        took = duration(block.duration)
-        if took:
-            head.append(f"  {took}", style="dim")
-        note = _PERMISSION_NOTE.get(block.permission or "")
-        if note:
-            head.append(f"  {note}", style="italic")
-        if block.status == "running":
-            if block.permission == "requested":
-                return Group(head, Text("  ? waiting for your approval", style="bold"))
-            if block.last_line:
-                return Group(head, _indented(Text(block.last_line, style="dim")))
-            return head
-        if self.expanded:
-            return Group(head, *self._full_output())
-        if quiet:
-            return head
-        failed = block.status != "success"
-        # A failure's message is the point (e.g. how to allow a denied call): keep it whole.
-        lines = preview(
-            block.error if failed else block.result, _PREVIEW_LINES, 400 if failed else 100
-        )
-        # Padding, not leading spaces, so a wrapped line stays indented under the first.
-        style = "dim" if block.status == "success" else ""
-        body: list[RenderableType] = [_indented(Text(line, style=style)) for line in lines]
-        hidden = _line_count(block) - len(lines)
-        if hidden > 0:
-            more = Text(f"… {hidden} more lines (enter to expand)", style="dim italic")
-            body.append(_indented(more))
-        return Group(head, *body)
+        return card_renderable(self.block, expanded=self.expanded, frame=self._frame)
 
-    def _full_output(self) -> list[RenderableType]:
-        block = self.block
-        out: list[RenderableType] = []
-        if block.error and block.status != "success":
-            out.append(Text(block.error, style="red"))
-        detail = block.detailed_content
-        if detail and _looks_like_diff(detail):
-            out.append(Syntax(detail.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
-        elif block.result:
-            out.append(Text(block.result))
-        return out
+
+def card_renderable(block: ToolCallBlock, *, expanded: bool, frame: int = 0) -> RenderableType:
+    """A tool call as drawn in the timeline (a live card or a collapsed turn)."""
+    waiting = block.permission == "requested"
+    spinning = block.status == "running" and not waiting
+    glyph = SPINNER[frame % len(SPINNER)] if spinning else _GLYPH[block.status]
+    # task_complete's summary gets its own block right below: don't say it twice.
+    quiet = block.name == "task_complete" and block.status == "success"
+    args = "" if quiet else summarize_arguments(block.name, block.arguments)
+    head = Text.assemble((f"{glyph} ", f"bold {_status_style(block.status)}"), (block.name, "bold"))
+    if args:
+        head.append(f"  {args}", style="italic")
+    took = duration(block.duration)
+    if took:
+        head.append(f"  {took}", style="dim")
+    note = _PERMISSION_NOTE.get(block.permission or "")
+    if note:
+        head.append(f"  {note}", style="italic")
+    if block.status == "running":
+        if block.permission == "requested":
+            return Group(head, Text("  ? waiting for your approval", style="bold"))
+        if block.last_line:
+            return Group(head, _indented(Text(block.last_line, style="dim")))
+        return head
+    if expanded:
+        return Group(head, *_full_output(block))
+    if quiet:
+        return head
+    failed = block.status != "success"
+    # A failure's message is the point (e.g. how to allow a denied call): keep it whole.
+    lines = preview(block.error if failed else block.result, _PREVIEW_LINES, 400 if failed else 100)
+    # Padding, not leading spaces, so a wrapped line stays indented under the first.
+    style = "dim" if block.status == "success" else ""
+    body: list[RenderableType] = [_indented(Text(line, style=style)) for line in lines]
+    hidden = _line_count(block) - len(lines)
+    if hidden > 0:
+        more = Text(f"… {hidden} more lines (enter to expand)", style="dim italic")
+        body.append(_indented(more))
+    return Group(head, *body)
+
+
+def _full_output(block: ToolCallBlock) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    if block.error and block.status != "success":
+        out.append(Text(block.error, style="red"))
+    detail = block.detailed_content
+    if detail and _looks_like_diff(detail):
+        out.append(Syntax(detail.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
+    elif block.result:
+        out.append(Text(block.result))
+    return out
 
 
 _PERMISSION_NOTE = {

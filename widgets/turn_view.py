@@ -2,7 +2,7 @@
 
 While the reply streams, text goes to a Markdown widget through ``MarkdownStream``,
 flushed about ten times a second; when the message ends it gets one full render.
-Older turns ``collapse()`` to a single cheap renderable.
+Once older turns are history, the timeline swaps their view for a ``TurnDigest``.
 """
 
 from __future__ import annotations
@@ -29,32 +29,36 @@ class TurnHeader(Static):
         self.show_model = show_model  # only when it differs from the turn before
 
     def render(self) -> Text:
-        block = self.block
-        text = Text.assemble((f"Turn {block.number}", "bold"))
-        parts = [block.model or ""] if self.show_model else []
-        if block.finished:
-            parts.append(duration(block.duration))
-        usage = []
-        if block.input_tokens:
-            usage.append(f"{tokens(block.input_tokens)} in")
-        if block.output_tokens:
-            usage.append(f"{tokens(block.output_tokens)} out")
-        if usage:
-            parts.append(" / ".join(usage))
-        if block.cost:
-            parts.append(cost(block.cost))
-        if block.retries:
-            parts.append(f"{block.retries} retr{'y' if block.retries == 1 else 'ies'}")
-        if block.status == "running":
-            parts.append("thinking…" if not block.text and not block.tools else "working…")
-        elif block.status in ("aborted", "error"):
-            parts.append(block.status)
-        shown = [p for p in parts if p]
-        if shown:
-            text.append("  ·  " + "  ·  ".join(shown), style="dim")
-        if block.retries and block.retry_reason:
-            text.append(f"\n↻ {block.retry_reason}", style="italic")
-        return text
+        return header_text(self.block, show_model=self.show_model)
+
+
+def header_text(block: TurnBlock, *, show_model: bool) -> Text:
+    """The turn's first line: number, model, duration, tokens, cost, retries, state."""
+    text = Text.assemble((f"Turn {block.number}", "bold"))
+    parts = [block.model or ""] if show_model else []
+    if block.finished:
+        parts.append(duration(block.duration))
+    usage = []
+    if block.input_tokens:
+        usage.append(f"{tokens(block.input_tokens)} in")
+    if block.output_tokens:
+        usage.append(f"{tokens(block.output_tokens)} out")
+    if usage:
+        parts.append(" / ".join(usage))
+    if block.cost:
+        parts.append(cost(block.cost))
+    if block.retries:
+        parts.append(f"{block.retries} retr{'y' if block.retries == 1 else 'ies'}")
+    if block.status == "running":
+        parts.append("thinking…" if not block.text and not block.tools else "working…")
+    elif block.status in ("aborted", "error"):
+        parts.append(block.status)
+    shown = [p for p in parts if p]
+    if shown:
+        text.append("  ·  " + "  ·  ".join(shown), style="dim")
+    if block.retries and block.retry_reason:
+        text.append(f"\n↻ {block.retry_reason}", style="italic")
+    return text
 
 
 class TurnView(Vertical):
@@ -69,7 +73,7 @@ class TurnView(Vertical):
         self._flush_timer: Timer | None = None
         self._replacing = 0  # full renders waiting for a stopped stream (_replace_stream)
         self._cards: dict[str, ToolCard] = {}
-        self._collapsed = False
+        self._finished = False
         self._header_signature: tuple[object, ...] = ()
         # Events can reach the view before it is mounted (a fast model emits a whole
         # turn at once); until on_mount draws the block as it is then, they wait.
@@ -85,7 +89,7 @@ class TurnView(Vertical):
         if self.block.finished:
             # Mounted as history (replay, resume, "load earlier"): cheap from the start.
             self.header.refresh()
-            self._collapsed = True
+            self._finished = True
             self._shown = self.block.text
             if self.block.text.strip():
                 self._body = Static(RichMarkdown(self.block.text), classes="turn-text")
@@ -123,7 +127,8 @@ class TurnView(Vertical):
                 self._schedule_flush()
             else:
                 self._render_full(text)  # replaced, not appended: render it whole
-        if block.finished and not self._collapsed:
+        if block.finished and not self._finished:
+            self._finished = True
             self._finish()
 
     def add_tool(self, tool: ToolCallBlock) -> None:
@@ -140,17 +145,10 @@ class TurnView(Vertical):
         else:
             card.sync()
 
-    def collapse(self) -> None:
-        """Swap live widgets for one cheap renderable; the turn is history now."""
-        if self._collapsed or not self.block.finished:
-            return
-        self._collapsed = True
-        if isinstance(self._body, Markdown):
-            text = self.block.text
-            self._body.remove()
-            self._body = Static(RichMarkdown(text), classes="turn-text") if text.strip() else None
-            if self._body is not None:
-                self.mount(self._body, after=self.header)
+    @property
+    def expanded_tools(self) -> list[str]:
+        """Ids of the tool calls whose full output the user opened."""
+        return [tool_id for tool_id, card in self._cards.items() if card.expanded]
 
     # --- streaming ---------------------------------------------------------------
 

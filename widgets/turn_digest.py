@@ -1,0 +1,123 @@
+"""A finished turn as one widget: header, reply and tool cards in a single renderable.
+
+A live turn is a container (header, streamed Markdown, a widget per tool card). Once
+it is history, those widgets only cost: every frame Textual lays out and styles each
+mounted widget, and a long session is mostly history. So finished turns are drawn
+by one ``TurnDigest``; its tool calls still expand, by click or with enter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
+
+from agent.transcript import ToolCallBlock, TurnBlock
+from widgets.tool_card import card_renderable
+from widgets.turn_view import header_text
+
+TOOL_META = "loopdeck-tool"  # style meta naming the tool call a rendered line belongs to
+
+
+class TurnDigest(Static, can_focus=True):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "turn-digest--header",
+        "turn-digest--rule",
+        "turn-digest--rule-failed",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "toggle_output", "Expand/collapse", show=False)
+    ]
+
+    def __init__(
+        self, block: TurnBlock, *, show_model: bool = True, expanded: Iterable[str] = ()
+    ) -> None:
+        super().__init__(classes="turn turn-digest")
+        self.block = block
+        self.show_model = show_model
+        self.expanded: set[str] = set(expanded)  # tool call ids shown in full
+        self.set_class(block.status in ("aborted", "error"), "-failed")
+
+    # --- updates from the timeline (rare: the turn has ended) -----------------------
+
+    def sync(self) -> None:
+        self.set_class(self.block.status in ("aborted", "error"), "-failed")
+        self.refresh(layout=True)
+
+    def sync_tool(self, tool: ToolCallBlock) -> None:
+        self.refresh(layout=True)
+
+    # --- expanding tool output ---------------------------------------------------------
+
+    def toggle(self, tool_call_id: str) -> None:
+        self.expanded ^= {tool_call_id}
+        self.refresh(layout=True)
+
+    def action_toggle_output(self) -> None:
+        """Enter: expand every tool call of the turn, or fold them all back."""
+        ids = {tool.tool_call_id for tool in self.block.tools if tool.finished}
+        self.expanded = set() if self.expanded >= ids else ids
+        self.refresh(layout=True)
+
+    def on_click(self, event: events.Click) -> None:
+        tool_call_id = event.style.meta.get(TOOL_META)
+        if isinstance(tool_call_id, str):
+            event.stop()
+            self.toggle(tool_call_id)
+
+    # --- drawing -------------------------------------------------------------------------
+
+    def render(self) -> RenderableType:
+        block = self.block
+        header = header_text(block, show_model=self.show_model)
+        header.stylize(self._color_of("turn-digest--header"), 0, len(header))
+        parts: list[RenderableType] = [header]
+        if block.text.strip():
+            parts.append(RichMarkdown(block.text))
+            if block.tools:
+                parts.append(Text())  # the gap a live turn's Markdown leaves
+        rule = self._color_of("turn-digest--rule")
+        failed_rule = self._color_of("turn-digest--rule-failed")
+        for tool in block.tools:
+            card = card_renderable(tool, expanded=tool.tool_call_id in self.expanded)
+            style = rule if tool.status == "success" else failed_rule
+            parts.append(RuledCard(card, style, tool.tool_call_id))
+        return Group(*parts)
+
+
+    def _color_of(self, component: str) -> Style:
+        # The full style, not the partial one: theme colours like $text-muted carry an
+        # alpha that only the full style has blended with the background.
+        return Style.from_color(self.get_component_rich_style(component).color)
+
+
+class RuledCard:
+    """A tool card drawn like ``.tool-card``: indented, with a rule down its left side.
+
+    Every line carries the call's id as style meta, so a click knows which card it hit.
+    """
+
+    def __init__(self, card: RenderableType, rule: Style, tool_call_id: str) -> None:
+        self.card = card
+        self.rule = rule
+        self.meta = Style.from_meta({TOOL_META: tool_call_id})
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        inner = options.update_width(max(1, options.max_width - 3))
+        lines = console.render_lines(self.card, inner, pad=False)
+        margin = Segment(" ", self.meta)
+        rule = Segment("│", self.rule + self.meta)
+        for line in lines:
+            yield margin
+            yield rule
+            yield margin
+            yield from Segment.apply_style(line, post_style=self.meta)
+            yield Segment.line()
