@@ -19,6 +19,7 @@ from agent.events import Event, SessionIdleData
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.session import Session
 from agent.store import SessionStore
+from app.gc_policy import tune_for_interactive
 from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
@@ -79,6 +80,7 @@ class LoopdeckApp(App[int]):
         yield self.status
 
     def on_mount(self) -> None:
+        tune_for_interactive()
         self.prompt.focus()
         if self._prefill:
             self.prompt.text = self._prefill

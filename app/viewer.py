@@ -19,6 +19,7 @@ from textual.widgets import Static
 from agent.events import Event, event_from_json
 from agent.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
 from agent.transcript import Transcript
+from app.gc_policy import tune_for_interactive
 from widgets.format import duration
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
@@ -40,6 +41,7 @@ class ViewerApp(App[int]):
         self._viewer = screen
 
     def on_mount(self) -> None:
+        tune_for_interactive()
         self.push_screen(self._viewer)
 
 

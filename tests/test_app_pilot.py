@@ -20,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 import app.app as app_module
+import widgets.timeline as timeline_module
 import widgets.turn_view as turn_view
 from agent.events import Mode
 from agent.session import Session
@@ -150,8 +151,20 @@ def notifications(app: LoopdeckApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
+@pytest.fixture(autouse=True)
+def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read each turn's live widgets (cards, headers) after the session
+    ends; in the app only the running turn stays live. History (TurnDigest) has its
+    own tests in test_turn_digest.py."""
+    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
+    return make_workspace(tmp_path)
+
+
+def make_workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     (ws / "src").mkdir(parents=True)
     (ws / "src" / "app.py").write_text(

@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 import widgets.permission_prompt as permission_prompt
+import widgets.timeline as timeline_module
 from agent.events import Mode, PermissionCompletedData, ToolExecutionCompleteData
 from agent.permissions import PermissionAnswer, PermissionPolicy, PermissionPrompt
 from agent.session import Session
@@ -150,6 +151,14 @@ async def wait_idle(pilot: Pilot[Any], h: Harness) -> None:
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:
     await pilot.press(*("space" if ch == " " else ch for ch in text))
+
+
+@pytest.fixture(autouse=True)
+def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read each turn's live widgets (cards, headers) after the session
+    ends; in the app only the running turn stays live. History (TurnDigest) has its
+    own tests in test_turn_digest.py."""
+    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)
 
 
 @pytest.fixture

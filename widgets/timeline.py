@@ -42,9 +42,12 @@ from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
 from widgets.turn_view import TurnView
 
-MAX_MOUNTED = 60  # top-level blocks kept as widgets
+MAX_MOUNTED = 40  # top-level blocks kept as widgets
 LOAD_CHUNK = 40
-LIVE_TURNS = 3  # the newest turns stay live widgets; older ones become one TurnDigest
+# The running turn is a live container (header, streamed Markdown, a widget per card);
+# once the next turn starts it becomes one TurnDigest. Each live turn kept costs every
+# frame ~5 ms of layout and paint (benchmarks/tui.py), whether or not it changes.
+LIVE_TURNS = 1
 
 
 class LoadEarlier(Static, can_focus=True):
@@ -146,9 +149,7 @@ class Timeline(VerticalScroll):
         block = view.block
         if not block.finished or self._views.get(block.block_id) is not view:
             return
-        digest = TurnDigest(
-            block, show_model=view.header.show_model, expanded=view.expanded_tools
-        )
+        digest = TurnDigest(block, show_model=view.header.show_model, expanded=view.expanded_tools)
         self._views[block.block_id] = digest
         self.mount(digest, before=view)
         view.remove()

@@ -64,7 +64,8 @@ class ToolCard(Static, can_focus=True):
 
     def _spin(self) -> None:
         self._frame = (self._frame + 1) % len(SPINNER)
-        self.update(self._render_card())
+        # One glyph changes, not the size: no layout of the whole screen per tick.
+        self.update(self._render_card(), layout=False)
 
     def action_toggle_output(self) -> None:
         if self.block.finished:

@@ -92,7 +92,6 @@ class TurnDigest(Static, can_focus=True):
             parts.append(RuledCard(card, style, tool.tool_call_id))
         return Group(*parts)
 
-
     def _color_of(self, component: str) -> Style:
         # The full style, not the partial one: theme colours like $text-muted carry an
         # alpha that only the full style has blended with the background.

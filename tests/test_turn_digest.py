@@ -1,0 +1,145 @@
+"""History turns: once the next turn starts, a turn is drawn by one TurnDigest.
+
+Runs the real app with the real ``LIVE_TURNS``: the digest must show what the live
+turn showed, and its tool calls must still expand, by click or with enter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.geometry import Region
+
+from tests.test_app_pilot import (
+    SIZE,
+    FakeGateTool,
+    Harness,
+    make_workspace,
+    send,
+    started,
+    text_of,
+    wait_for,
+    wait_idle,
+)
+from widgets.timeline import LIVE_TURNS
+from widgets.tool_card import ToolCard
+from widgets.turn_digest import TurnDigest
+from widgets.turn_view import TurnView
+
+TURNS = [
+    {
+        "text": "Looking around.",
+        "tool_calls": [
+            {"name": "grep", "arguments": {"pattern": "def handler_"}},
+            {"name": "view", "arguments": {"path": "missing.txt"}},
+        ],
+    },
+    {"text": "Six handlers in src/app.py."},
+]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return make_workspace(tmp_path)
+
+
+def row_of(digest: TurnDigest, needle: str) -> int:
+    """The row of the digest's first line containing ``needle``."""
+    width, height = digest.outer_size
+    lines = [line.text for line in digest.render_lines(Region(0, 0, width, height))]
+    return next(y for y, line in enumerate(lines) if needle in line)
+
+
+async def test_a_finished_turn_becomes_one_digest_showing_the_same(workspace: Path) -> None:
+    assert LIVE_TURNS == 1
+    h = Harness(TURNS, workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "find the handlers")
+        await wait_idle(pilot, h)
+
+        (digest,) = h.app.query(TurnDigest)
+        (live,) = h.app.query(TurnView)
+        assert digest.block.number == 1 and live.block.number == 2
+        assert not list(digest.children) and list(h.app.query(ToolCard)) == []
+        shown = text_of(digest)
+        assert "Turn 1" in shown and "Looking around." in shown
+        assert "✓ grep" in shown and "src/app.py:1:def handler_0():" in shown
+        assert "handler_5" not in shown and "more lines (enter to expand)" in shown
+        assert "✗ view" in shown and "missing.txt" in shown
+        # Order: header, reply, then the cards.
+        assert shown.index("Turn 1") < shown.index("Looking around.") < shown.index("✓ grep")
+
+
+async def test_clicking_a_card_in_a_digest_expands_that_card_only(workspace: Path) -> None:
+    h = Harness(TURNS, workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "find the handlers")
+        await wait_idle(pilot, h)
+        (digest,) = h.app.query(TurnDigest)
+        grep, _view = digest.block.tools
+
+        await pilot.click(digest, offset=(8, row_of(digest, "✓ grep")))
+        await pilot.pause()
+        assert digest.expanded == {grep.tool_call_id}
+        assert "handler_5" in text_of(digest)
+
+        await pilot.click(digest, offset=(8, row_of(digest, "✓ grep")))
+        await pilot.pause()
+        assert digest.expanded == set()
+        assert "handler_5" not in text_of(digest)
+
+        # A click on the reply's text is not a click on a card.
+        await pilot.click(digest, offset=(8, row_of(digest, "Looking around.")))
+        await pilot.pause()
+        assert digest.expanded == set()
+
+
+async def test_enter_on_a_digest_expands_all_its_cards_then_folds_them(workspace: Path) -> None:
+    h = Harness(TURNS, workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "find the handlers")
+        await wait_idle(pilot, h)
+        (digest,) = h.app.query(TurnDigest)
+        ids = {tool.tool_call_id for tool in digest.block.tools}
+
+        digest.focus()
+        await pilot.press("enter")
+        assert digest.expanded == ids and "handler_5" in text_of(digest)
+        await pilot.press("enter")
+        assert digest.expanded == set() and "handler_5" not in text_of(digest)
+
+
+async def test_a_card_opened_while_live_stays_open_in_the_digest(workspace: Path) -> None:
+    gate = FakeGateTool()
+    turns = [
+        {
+            "text": "Searching, then waiting.",
+            "tool_calls": [
+                {"name": "grep", "arguments": {"pattern": "def handler_"}},
+                {"name": "gate", "arguments": {}},
+            ],
+        },
+        {"text": "Done."},
+    ]
+    h = Harness(turns, workspace, registry_factory=gate.registry)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "go")
+
+        def grep_done() -> bool:
+            return any(c.block.name == "grep" and c.block.finished for c in h.app.query(ToolCard))
+
+        await wait_for(pilot, grep_done, "the grep card to finish")
+        card = next(c for c in h.app.query(ToolCard) if c.block.name == "grep")
+        card.action_toggle_output()
+        assert card.expanded
+
+        gate.opened.set()
+        await wait_idle(pilot, h)
+        (digest,) = h.app.query(TurnDigest)
+        assert digest.expanded == {card.block.tool_call_id}
+        assert "handler_5" in text_of(digest)
