@@ -7,6 +7,8 @@ Once older turns are history, the timeline swaps their view for a ``TurnDigest``
 
 from __future__ import annotations
 
+import asyncio
+
 from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.containers import Vertical
@@ -17,9 +19,12 @@ from textual.widgets.markdown import MarkdownStream
 
 from agent.transcript import ToolCallBlock, TurnBlock
 from widgets.format import cost, duration, tokens
+from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
 
 FLUSH_SECONDS = 0.1
+FREEZE_AT = 2500  # characters in the live Markdown widget before its head is frozen
+KEEP_LIVE = 800  # characters that stay live after a freeze (the tail being read)
 
 
 class TurnHeader(Static):
@@ -72,6 +77,9 @@ class TurnView(Vertical):
         self._pending = ""
         self._flush_timer: Timer | None = None
         self._replacing = 0  # full renders waiting for a stopped stream (_replace_stream)
+        self._markdown_lock = asyncio.Lock()  # one writer of the live Markdown at a time
+        self._frozen: list[Static] = []  # the reply's older part, rendered once
+        self._frozen_text = ""
         self._cards: dict[str, ToolCard] = {}
         self._finished = False
         self._header_signature: tuple[object, ...] = ()
@@ -151,14 +159,24 @@ class TurnView(Vertical):
         return [tool_id for tool_id, card in self._cards.items() if card.expanded]
 
     # --- streaming ---------------------------------------------------------------
+    #
+    # The live Markdown widget holds only the reply's tail: once it holds more than
+    # FREEZE_AT characters, the part before a safe cut (widgets/markdown_split.py) is
+    # frozen into a Static with one Rich render, and the widget restarts from the cut.
+    # A long reply then costs each frame what its last few blocks cost, not all of them.
 
     def _ensure_markdown(self) -> Markdown:
         if not isinstance(self._body, Markdown):
             if self._body is not None:
                 self._body.remove()
             self._body = Markdown("", classes="turn-text")
-            self.mount(self._body, after=self.header)
+            self.mount(self._body, after=self._frozen[-1] if self._frozen else self.header)
         return self._body
+
+    @property
+    def _live_text(self) -> str:
+        """What the live Markdown widget shows: the text after the frozen part."""
+        return self._shown[len(self._frozen_text) :]
 
     def _schedule_flush(self) -> None:
         if self._flush_timer is None:
@@ -166,27 +184,55 @@ class TurnView(Vertical):
 
     async def _flush(self) -> None:
         self._flush_timer = None
-        if not self._pending:
+        async with self._markdown_lock:
+            if not self._pending:
+                return
+            markdown = self._ensure_markdown()
+            if not markdown.is_mounted:
+                await _until_mounted(self, markdown)
+                if not self._pending or markdown is not self._body:
+                    return  # a full render took over meanwhile
+            chunk, self._pending = self._pending, ""
+            self._shown += chunk
+            if self._stream is None:
+                self._stream = Markdown.get_stream(markdown)
+            await self._stream.write(chunk)
+            if len(self._live_text) > FREEZE_AT:
+                await self._freeze(markdown)
+
+    async def _freeze(self, markdown: Markdown) -> None:
+        cut = freeze_point(self._live_text, keep=KEEP_LIVE)
+        if cut is None:
             return
-        markdown = self._ensure_markdown()
-        if not markdown.is_mounted:
-            await _until_mounted(self, markdown)
-            if not self._pending or markdown is not self._body:
-                return  # a full render took over meanwhile
-        chunk, self._pending = self._pending, ""
-        self._shown += chunk
-        if self._stream is None:
-            self._stream = Markdown.get_stream(markdown)
-        await self._stream.write(chunk)
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.stop()
+        if markdown is not self._body or not markdown.is_attached:
+            return  # the text was replaced meanwhile
+        head = self._live_text[:cut]
+        frozen = Static(RichMarkdown(head), classes="turn-text")
+        self._frozen.append(frozen)
+        self._frozen_text += head
+        await self.mount(frozen, before=markdown)
+        await markdown.update(self._live_text)
+
+    def _unfreeze_unless_prefix(self, text: str) -> None:
+        """Text that no longer starts with the frozen part was replaced: drop it."""
+        if self._frozen and not text.startswith(self._frozen_text):
+            for frozen in self._frozen:
+                frozen.remove()
+            self._frozen.clear()
+            self._frozen_text = ""
 
     def _render_full(self, text: str) -> None:
         self._pending = ""
+        self._unfreeze_unless_prefix(text)
         self._shown = text
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
         stream, self._stream = self._stream, None
-        if not text.strip():
+        if not self._live_text.strip():
             if stream is not None:
                 self.run_worker(stream.stop(), exclusive=False)
             if self._body is not None:
@@ -194,8 +240,9 @@ class TurnView(Vertical):
                 self._body = None
             return
         markdown = self._ensure_markdown()
-        if stream is None and not self._replacing and markdown.is_mounted:
-            markdown.update(text)
+        busy = self._replacing or self._markdown_lock.locked()
+        if stream is None and not busy and markdown.is_mounted:
+            markdown.update(self._live_text)
             return
         # A stream being stopped still appends the fragments it holds; rendered now, the
         # full text would get them tacked on after it. Render it once the stream is done.
@@ -206,14 +253,18 @@ class TurnView(Vertical):
         try:
             if stream is not None:
                 await stream.stop()
-            await _until_mounted(self, markdown)
-            if markdown is self._body and markdown.is_attached:
-                await markdown.update(self._shown)  # the latest full text
+            async with self._markdown_lock:
+                if self._stream is not None:  # a flush started a new stream meanwhile
+                    await self._stream.stop()
+                    self._stream = None
+                await _until_mounted(self, markdown)
+                if markdown is self._body and markdown.is_attached:
+                    await markdown.update(self._live_text)  # the latest full text
         finally:
             self._replacing -= 1
 
     def _finish(self) -> None:
-        """The message ended: one final full render of the whole text."""
+        """The message ended: one final full render of the (live part of the) text."""
         text = self.block.text
         streaming = self._stream is not None or self._pending or self._flush_timer is not None
         if streaming or (text.strip() and self._body is None):
