@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -58,6 +59,9 @@ from agent.models.base import (
 )
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, execute
+
+# Longest stretch of stream handling between two yields to the event loop.
+STREAM_YIELD_SECONDS = 0.005
 
 NUDGE = (
     "You have not yet marked the task as complete using the task_complete tool. "
@@ -329,7 +333,14 @@ class TurnLoop:
         messages = host.history.with_system(host.system_prompt())
         tools = host.tools().schemas()
         reasoning_id: str | None = None
+        since_yield = time.perf_counter()
         async for item in host.model.stream(messages, tools, call_index=call_index):
+            # A stream that arrives faster than it is handled (deltas buffered behind a
+            # slow frame) would otherwise run here without a break: let others run.
+            now = time.perf_counter()
+            if now - since_yield > STREAM_YIELD_SECONDS:
+                await asyncio.sleep(0)
+                since_yield = time.perf_counter()
             match item:
                 case TextDelta(text=text):
                     self._partial_text += text

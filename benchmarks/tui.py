@@ -516,18 +516,33 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
 
             body_seen: dict[int, float] = {}
 
+            def frozen_text(view: Any) -> str | None:
+                """The reply's head frozen into Statics (a long reply), or None if a
+                part before the live widget is not such a Static."""
+                parts = []
+                for body in list(view.query(".turn-text"))[:-1]:
+                    content = getattr(body, "content", None)
+                    if isinstance(body, Markdown) or not hasattr(content, "markup"):
+                        return None
+                    parts.append(content.markup)
+                return "".join(parts)
+
             def body_done(view: Any) -> float | None:
-                """When the TurnView's text widget last finished changing, if it has."""
+                """When the TurnView's live text widget last finished changing, if it has."""
                 bodies = list(view.query(".turn-text"))
-                if len(bodies) != 1 or not bodies[0].is_mounted:
+                if not bodies or not bodies[-1].is_mounted:
                     return None
-                body = bodies[0]
+                body = bodies[-1]
+                head = frozen_text(view)
                 if isinstance(body, Markdown):
                     futures = pending.get(id(body), [])
-                    if body.source != text or not futures or not all(f.done() for f in futures):
+                    whole = head is not None and head + body.source == text
+                    if not whole or not futures or not all(f.done() for f in futures):
                         return None
                     return finished_at[id(body)]
                 # A turn that ended before its view mounted is drawn once, as a Static.
+                if len(bodies) != 1:
+                    return None
                 return body_seen.setdefault(id(body), time.perf_counter())
 
             def whole_text_shown() -> bool:
@@ -544,16 +559,21 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
         assert done is not None
         shown = app.first_frame_after(done)
         assert shown is not None
-        body = view.query_one(".turn-text")
-        # Correctness: the widget holds the reply once, as a fresh render would build it.
+        body = list(view.query(".turn-text"))[-1]
+        head = frozen_text(view) or ""
+        frozen_parts = len(view.query(".turn-text")) - 1
+        # Correctness: the widgets hold the reply once, as a fresh render would build it.
         await asyncio.sleep(0.3)
         check(view.block.text == text, "the TurnView's block lacks the reply's text")
         blocks = expected = None
         if isinstance(body, Markdown):
-            check(body.source == text, "the Markdown widget's source differs from the reply")
+            check(
+                head + body.source == text,
+                "the frozen parts and the Markdown widget's source differ from the reply",
+            )
             blocks = len(body.children)
             if hasattr(body, "_build_from_source"):
-                expected = len(body._build_from_source(text))
+                expected = len(body._build_from_source(body.source))
                 check(
                     blocks == expected,
                     f"the Markdown widget holds {blocks} blocks, a fresh render {expected}",
@@ -579,6 +599,7 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
         "tail_s": shown - (model.last or start),
         "idle_to_shown_s": shown - idle_at,
         "body": body_kind,
+        "frozen_parts": frozen_parts,
         "markdown_blocks": blocks,
         "markdown_blocks_expected": expected,
         "markdown_calls": update_calls,

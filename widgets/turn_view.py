@@ -23,8 +23,8 @@ from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
 
 FLUSH_SECONDS = 0.1
-FREEZE_AT = 2500  # characters in the live Markdown widget before its head is frozen
-KEEP_LIVE = 800  # characters that stay live after a freeze (the tail being read)
+FREEZE_AT = 1600  # characters in the live Markdown widget before its head is frozen
+KEEP_LIVE = 500  # characters that stay live after a freeze (the tail being read)
 
 
 class TurnHeader(Static):
@@ -194,16 +194,18 @@ class TurnView(Vertical):
                     return  # a full render took over meanwhile
             chunk, self._pending = self._pending, ""
             self._shown += chunk
+            live = self._live_text
+            cut = freeze_point(live, keep=KEEP_LIVE) if len(live) > FREEZE_AT else None
+            if cut is not None:
+                await self._freeze(markdown, cut)
+                return
             if self._stream is None:
                 self._stream = Markdown.get_stream(markdown)
             await self._stream.write(chunk)
-            if len(self._live_text) > FREEZE_AT:
-                await self._freeze(markdown)
 
-    async def _freeze(self, markdown: Markdown) -> None:
-        cut = freeze_point(self._live_text, keep=KEEP_LIVE)
-        if cut is None:
-            return
+    async def _freeze(self, markdown: Markdown, cut: int) -> None:
+        """Render the live text before ``cut`` once, as a Static above the widget, and
+        restart the widget from the cut (the chunk just taken included)."""
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()

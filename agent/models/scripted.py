@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from importlib import resources
 from pathlib import Path
@@ -164,9 +165,13 @@ class ScriptedModel:
             if pause:
                 await asyncio.sleep(turn.delay_ms / 1000)
             raise ProviderError(turn.error.type, turn.error.message)
-        for chunk in chunks:
+        # Chunks keep a schedule, as a network stream does: one that falls behind (a
+        # busy event loop) gets the chunks already due at once instead of drifting.
+        start = time.monotonic()
+        for i, chunk in enumerate(chunks, start=1):
             if pause:
-                await asyncio.sleep(pause)
+                wait = start + i * pause - time.monotonic()
+                await asyncio.sleep(max(wait, 0.0))
             yield TextDelta(chunk)
         if not chunks and pause:
             await asyncio.sleep(pause)
