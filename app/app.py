@@ -28,6 +28,7 @@ from widgets.timeline import Timeline
 SessionOpener = Callable[[], Awaitable[Session]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 QUIT_WINDOW = 2.0  # seconds between two Ctrl+C presses that quit
+UI_BATCH_SECONDS = 0.03  # the timeline catches up with the session at most this often
 
 IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
 BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
@@ -65,7 +66,7 @@ class LoopdeckApp(App[int]):
         self._initial_prompt = initial_prompt
         self._prefill = prefill
         self.session: Session | None = None
-        self.timeline = Timeline(nudge_cap=nudge_cap, id="timeline")
+        self.timeline = Timeline(nudge_cap=nudge_cap, batch_seconds=UI_BATCH_SECONDS, id="timeline")
         self.prompt = PromptInput(id="prompt")
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
@@ -113,6 +114,8 @@ class LoopdeckApp(App[int]):
 
     def _on_event(self, event: Event) -> None:
         self.timeline.apply(event)
+        if isinstance(event.data, SessionIdleData):
+            self.timeline.show_pending()  # the session rests: draw its last state now
         if isinstance(event.data, SessionIdleData) or event.type in (
             "user.message",
             "assistant.turn_start",

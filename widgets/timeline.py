@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -64,8 +65,21 @@ class LoadEarlier(Static, can_focus=True):
 
 
 class Timeline(VerticalScroll):
-    def __init__(self, *, nudge_cap: int | None = None, id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        nudge_cap: int | None = None,
+        batch_seconds: float | None = None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
+        # Live events are folded at once, but with ``batch_seconds`` the widgets catch
+        # up at most that often: a burst of events (a fast stream, turns quicker than a
+        # frame) then costs one pass, and a turn that ended meanwhile is mounted as
+        # history directly instead of as a live view first.
+        self.batch_seconds = batch_seconds
+        self._unshown: list[Change] = []
+        self._catch_up: Timer | None = None
         self.transcript = Transcript()
         self.nudge_cap = nudge_cap
         self.max_mounted = MAX_MOUNTED
@@ -84,11 +98,38 @@ class Timeline(VerticalScroll):
 
     def apply(self, event: Event) -> None:
         """One live event: fold it, then touch only the widgets it changed."""
-        for change in self.transcript.apply(event):
+        changes = self.transcript.apply(event)
+        if self.batch_seconds is None:
+            for change in changes:
+                self._show(change)
+            return
+        self._unshown.extend(changes)
+        if self._catch_up is None and self._unshown:
+            self._catch_up = self.set_timer(self.batch_seconds, self.show_pending)
+
+    def show_pending(self) -> None:
+        """Bring the widgets up to date with everything folded so far."""
+        if self._catch_up is not None:
+            self._catch_up.stop()
+            self._catch_up = None
+        changes, self._unshown = self._unshown, []
+        done: set[tuple[int, str]] = set()  # (block, tool call id) brought up to date
+        made: set[int] = set()  # blocks whose view this pass mounted, as they are now
+        for change in changes:
+            item = change.item
+            owner = change.parent if change.parent is not None else item
+            key = (owner.block_id, item.tool_call_id if isinstance(item, ToolCallBlock) else "")
+            if key in done or owner.block_id in made:
+                continue  # a view made or synced in this pass already shows it
+            had_view = owner.block_id in self._views
             self._show(change)
+            done.add(key)
+            if not had_view and owner.block_id in self._views:
+                made.add(owner.block_id)
 
     def load(self, events: Iterable[Event]) -> None:
         """Earlier events (resume, replay): fold all, mount only the tail."""
+        self.show_pending()
         for event in events:
             self.transcript.apply(event)
         self.transcript.finish_replay()
@@ -101,6 +142,10 @@ class Timeline(VerticalScroll):
 
     def reset(self, transcript: Transcript | None = None) -> None:
         """Forget everything shown (replay jumps rebuild from a window of the log)."""
+        if self._catch_up is not None:
+            self._catch_up.stop()
+            self._catch_up = None
+        self._unshown.clear()
         for view in self._views.values():
             view.remove()
         for marker in self.query(".marker"):
@@ -113,6 +158,7 @@ class Timeline(VerticalScroll):
 
     def mark(self, text: str) -> None:
         """A row that is not part of the session (e.g. a shortened gap in a replay)."""
+        self.show_pending()  # the row goes after what came before it
         self.mount(Static(text, classes="marker"))
 
     # --- widgets -------------------------------------------------------------------
@@ -135,7 +181,10 @@ class Timeline(VerticalScroll):
             view.refresh()
 
     def _append(self, item: Block) -> None:
-        view = self._make_view(item)
+        # The newest turn is live even if it ended before it was shown: it is what the
+        # user reads now, drawn like every reply (history is drawn by TurnDigest).
+        live = isinstance(item, TurnBlock) and self.transcript.turns - item.number < LIVE_TURNS
+        view = self._make_view(item, live=live)
         self._views[item.block_id] = view
         self.mount(view)
         if isinstance(view, TurnView):
@@ -154,12 +203,12 @@ class Timeline(VerticalScroll):
         self.mount(digest, before=view)
         view.remove()
 
-    def _make_view(self, item: Block) -> Widget:
+    def _make_view(self, item: Block, *, live: bool = False) -> Widget:
         match item:
             case TurnBlock():
                 show_model = item.model != self._last_model
                 self._last_model = item.model
-                if item.finished:  # history (resume, replay, "load earlier")
+                if item.finished and not live:  # history (resume, replay, earlier turns)
                     return TurnDigest(item, show_model=show_model)
                 return TurnView(item, show_model=show_model)
             case UserBlock(is_nudge=True):
@@ -210,6 +259,7 @@ class Timeline(VerticalScroll):
         self.load_earlier()
 
     def load_earlier(self) -> None:
+        self.show_pending()
         start = max(0, self._first_mounted - LOAD_CHUNK)
         self._mount_range(start, self._first_mounted, at_end=False)
         self._first_mounted = start

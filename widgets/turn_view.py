@@ -94,17 +94,7 @@ class TurnView(Vertical):
         self._ready = True
         for tool in self.block.tools:
             self.add_tool(tool)
-        if self.block.finished:
-            # Mounted as history (replay, resume, "load earlier"): cheap from the start.
-            self.header.refresh()
-            self._finished = True
-            self._shown = self.block.text
-            if self.block.text.strip():
-                self._body = Static(RichMarkdown(self.block.text), classes="turn-text")
-                self.mount(self._body, after=self.header)
-            self.set_class(self.block.status in ("aborted", "error"), "-failed")
-            return
-        self.sync()
+        self.sync()  # a turn that ended before it was shown gets its final render here
 
     # --- updates from the timeline ---------------------------------------------
 
