@@ -13,6 +13,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Static
 
 from agent.events import Event, SessionIdleData
@@ -29,6 +30,16 @@ SessionOpener = Callable[[], Awaitable[Session]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 QUIT_WINDOW = 2.0  # seconds between two Ctrl+C presses that quit
 UI_BATCH_SECONDS = 0.03  # the timeline catches up with the session at most this often
+STATUS_EVENTS = frozenset(
+    {
+        "user.message",
+        "assistant.turn_start",
+        "assistant.turn_end",
+        "assistant.usage",
+        "session.mode_changed",
+        "session.model_change",
+    }
+)
 
 IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
 BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
@@ -70,6 +81,7 @@ class LoopdeckApp(App[int]):
         self.prompt = PromptInput(id="prompt")
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
+        self._status_timer: Timer | None = None
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
         self._last_ctrl_c = 0.0
         self._startup_error: str | None = None
@@ -115,18 +127,17 @@ class LoopdeckApp(App[int]):
     def _on_event(self, event: Event) -> None:
         self.timeline.apply(event)
         if isinstance(event.data, SessionIdleData):
-            self.timeline.show_pending()  # the session rests: draw its last state now
-        if isinstance(event.data, SessionIdleData) or event.type in (
-            "user.message",
-            "assistant.turn_start",
-            "assistant.turn_end",
-            "assistant.usage",
-            "session.mode_changed",
-            "session.model_change",
-        ):
+            # The session rests: draw its last state now.
+            self.timeline.show_pending()
             self._refresh_status()
+        elif event.type in STATUS_EVENTS and self._status_timer is None:
+            # Like the timeline, the status line catches up at most every batch.
+            self._status_timer = self.set_timer(UI_BATCH_SECONDS, self._refresh_status)
 
     def _refresh_status(self) -> None:
+        if self._status_timer is not None:
+            self._status_timer.stop()
+            self._status_timer = None
         session = self.session
         if session is None:
             return
