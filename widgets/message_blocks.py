@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.widgets import Static
 
@@ -17,6 +16,7 @@ from agent.transcript import (
     TaskCompleteBlock,
     UserBlock,
 )
+from widgets.lazy_rich import rich_markdown
 
 
 class UserMessageView(Static):
@@ -55,7 +55,7 @@ class TaskCompleteView(Static):
     def render(self) -> RenderableType:
         title = Text("✔ Task complete", style="bold green")
         summary = self.block.summary or "(no summary)"
-        return Group(title, RichMarkdown(summary))
+        return Group(title, rich_markdown(summary))
 
 
 class ErrorView(Static):

@@ -11,7 +11,7 @@ import asyncio
 import math
 import time
 
-from rich.syntax import Syntax
+from rich.console import RenderableType
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -19,6 +19,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from agent.permissions import PermissionAnswer, PermissionPrompt
+from widgets.lazy_rich import highlighted
 
 ARM_DELAY = 0.4  # seconds before keys count
 MAX_DIFF_LINES = 60
@@ -40,7 +41,7 @@ class PermissionPromptView(Vertical, can_focus=True):
             if prompt.intention and not prompt.intention.startswith("Run `"):
                 yield Static(Text(prompt.intention, style="italic"))
             yield Static(
-                Syntax(prompt.command or "", "bash", theme="ansi_dark", word_wrap=True),
+                highlighted(prompt.command or "", "bash"),
                 classes="what",
             )
         else:
@@ -96,10 +97,10 @@ class PermissionPromptView(Vertical, can_focus=True):
             self.answer.set_result(answer)
 
 
-def _diff(text: str) -> Syntax:
+def _diff(text: str) -> RenderableType:
     text = text.rstrip("\n")  # Syntax would draw the final newline as an empty row
     lines = text.splitlines()
     if len(lines) > MAX_DIFF_LINES:
         hidden = len(lines) - MAX_DIFF_LINES
         text = "\n".join([*lines[:MAX_DIFF_LINES], f"… {hidden} more lines"])
-    return Syntax(text, "diff", theme="ansi_dark", word_wrap=True)
+    return highlighted(text, "diff")

@@ -6,13 +6,13 @@ from typing import ClassVar
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from agent.transcript import ToolCallBlock
 from widgets.format import duration, preview, summarize_arguments
+from widgets.lazy_rich import highlighted
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _GLYPH = {
@@ -125,7 +125,7 @@ def _full_output(block: ToolCallBlock) -> list[RenderableType]:
         out.append(Text(block.error, style="red"))
     detail = block.detailed_content
     if detail and _looks_like_diff(detail):
-        out.append(Syntax(detail.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
+        out.append(highlighted(detail.rstrip("\n"), "diff"))
     elif block.result:
         out.append(Text(block.result))
     return out

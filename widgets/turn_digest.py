@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -21,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from agent.transcript import ToolCallBlock, TurnBlock
+from widgets.lazy_rich import rich_markdown
 from widgets.tool_card import card_renderable
 from widgets.turn_view import header_text
 
@@ -81,7 +81,7 @@ class TurnDigest(Static, can_focus=True):
         header.stylize(self._color_of("turn-digest--header"), 0, len(header))
         parts: list[RenderableType] = [header]
         if block.text.strip():
-            parts.append(RichMarkdown(block.text))
+            parts.append(rich_markdown(block.text))
             if block.tools:
                 parts.append(Text())  # the gap a live turn's Markdown leaves
         rule = self._color_of("turn-digest--rule")

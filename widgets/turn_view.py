@@ -8,19 +8,23 @@ Once older turns are history, the timeline swaps their view for a ``TurnDigest``
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widget import AwaitMount, Widget
-from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Static
 
 from agent.transcript import ToolCallBlock, TurnBlock
 from widgets.format import cost, duration, tokens
+from widgets.lazy_rich import rich_markdown
 from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
+
+if TYPE_CHECKING:
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownStream
 
 FLUSH_SECONDS = 0.1
 FREEZE_AT = 1600  # characters in the live Markdown widget before its head is frozen
@@ -156,6 +160,8 @@ class TurnView(Vertical):
     # A long reply then costs each frame what its last few blocks cost, not all of them.
 
     def _ensure_markdown(self) -> Markdown:
+        from textual.widgets import Markdown  # not on the way to the first frame
+
         if not isinstance(self._body, Markdown):
             if self._body is not None:
                 self._body.remove()
@@ -190,7 +196,7 @@ class TurnView(Vertical):
                 await self._freeze(markdown, cut)
                 return
             if self._stream is None:
-                self._stream = Markdown.get_stream(markdown)
+                self._stream = markdown.get_stream(markdown)
             await self._stream.write(chunk)
 
     async def _freeze(self, markdown: Markdown, cut: int) -> None:
@@ -202,7 +208,7 @@ class TurnView(Vertical):
         if markdown is not self._body or not markdown.is_attached:
             return  # the text was replaced meanwhile
         head = self._live_text[:cut]
-        frozen = Static(RichMarkdown(head), classes="turn-text")
+        frozen = Static(rich_markdown(head), classes="turn-text")
         self._frozen.append(frozen)
         self._frozen_text += head
         await self.mount(frozen, before=markdown)
