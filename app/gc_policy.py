@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 
-FULL_COLLECTION_EVERY = 100  # young collections between full ones (CPython's default: 10)
+FULL_COLLECTION_EVERY = 30  # young collections between full ones (CPython: 10)
 
 _applied = False
 
