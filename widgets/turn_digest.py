@@ -44,28 +44,34 @@ class TurnDigest(Static, can_focus=True):
         self.block = block
         self.show_model = show_model
         self.expanded: set[str] = set(expanded)  # tool call ids shown in full
+        # Built once, then reused: Textual asks for it to measure and again to draw.
+        self._drawn: RenderableType | None = None
         self.set_class(block.status in ("aborted", "error"), "-failed")
 
     # --- updates from the timeline (rare: the turn has ended) -----------------------
 
     def sync(self) -> None:
         self.set_class(self.block.status in ("aborted", "error"), "-failed")
-        self.refresh(layout=True)
+        self._redraw()
 
     def sync_tool(self, tool: ToolCallBlock) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self._drawn = None
         self.refresh(layout=True)
 
     # --- expanding tool output ---------------------------------------------------------
 
     def toggle(self, tool_call_id: str) -> None:
         self.expanded ^= {tool_call_id}
-        self.refresh(layout=True)
+        self._redraw()
 
     def action_toggle_output(self) -> None:
         """Enter: expand every tool call of the turn, or fold them all back."""
         ids = {tool.tool_call_id for tool in self.block.tools if tool.finished}
         self.expanded = set() if self.expanded >= ids else ids
-        self.refresh(layout=True)
+        self._redraw()
 
     def on_click(self, event: events.Click) -> None:
         tool_call_id = event.style.meta.get(TOOL_META)
@@ -76,6 +82,15 @@ class TurnDigest(Static, can_focus=True):
     # --- drawing -------------------------------------------------------------------------
 
     def render(self) -> RenderableType:
+        if self._drawn is None:
+            self._drawn = self._draw()
+        return self._drawn
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._drawn = None  # a theme change recolours the header and the rules
+
+    def _draw(self) -> RenderableType:
         block = self.block
         header = header_text(block, show_model=self.show_model)
         header.stylize(self._color_of("turn-digest--header"), 0, len(header))
