@@ -7,9 +7,11 @@ turn showed, and its tool calls must still expand, by click or with enter.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.geometry import Region
+from textual.pilot import Pilot
 
 from tests.test_app_pilot import (
     SIZE,
@@ -44,6 +46,12 @@ def workspace(tmp_path: Path) -> Path:
     return make_workspace(tmp_path)
 
 
+async def ask_and_wait(pilot: Pilot[Any], h: Harness) -> None:
+    await started(pilot, h)
+    await send(pilot, h, "find the handlers")
+    await wait_idle(pilot, h)
+
+
 def row_of(digest: TurnDigest, needle: str) -> int:
     """The row of the digest's first line containing ``needle``."""
     width, height = digest.outer_size
@@ -55,9 +63,7 @@ async def test_a_finished_turn_becomes_one_digest_showing_the_same(workspace: Pa
     assert LIVE_TURNS == 1
     h = Harness(TURNS, workspace)
     async with h.app.run_test(size=SIZE) as pilot:
-        await started(pilot, h)
-        await send(pilot, h, "find the handlers")
-        await wait_idle(pilot, h)
+        await ask_and_wait(pilot, h)
 
         (digest,) = h.app.query(TurnDigest)
         (live,) = h.app.query(TurnView)
@@ -75,9 +81,7 @@ async def test_a_finished_turn_becomes_one_digest_showing_the_same(workspace: Pa
 async def test_clicking_a_card_in_a_digest_expands_that_card_only(workspace: Path) -> None:
     h = Harness(TURNS, workspace)
     async with h.app.run_test(size=SIZE) as pilot:
-        await started(pilot, h)
-        await send(pilot, h, "find the handlers")
-        await wait_idle(pilot, h)
+        await ask_and_wait(pilot, h)
         (digest,) = h.app.query(TurnDigest)
         grep, _view = digest.block.tools
 
@@ -100,9 +104,7 @@ async def test_clicking_a_card_in_a_digest_expands_that_card_only(workspace: Pat
 async def test_enter_on_a_digest_expands_all_its_cards_then_folds_them(workspace: Path) -> None:
     h = Harness(TURNS, workspace)
     async with h.app.run_test(size=SIZE) as pilot:
-        await started(pilot, h)
-        await send(pilot, h, "find the handlers")
-        await wait_idle(pilot, h)
+        await ask_and_wait(pilot, h)
         (digest,) = h.app.query(TurnDigest)
         ids = {tool.tool_call_id for tool in digest.block.tools}
 
