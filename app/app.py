@@ -21,6 +21,7 @@ from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.session import Session
 from agent.store import SessionStore
 from app.gc_policy import tune_for_interactive
+from app.rich_theme import apply_markdown_theme
 from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
@@ -94,6 +95,7 @@ class LoopdeckApp(App[int]):
 
     def on_mount(self) -> None:
         tune_for_interactive()
+        apply_markdown_theme(self)
         self.prompt.focus()
         if self._prefill:
             self.prompt.text = self._prefill

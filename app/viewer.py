@@ -20,6 +20,7 @@ from agent.events import Event, event_from_json
 from agent.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
 from agent.transcript import Transcript
 from app.gc_policy import tune_for_interactive
+from app.rich_theme import apply_markdown_theme
 from widgets.format import duration
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
@@ -42,6 +43,7 @@ class ViewerApp(App[int]):
 
     def on_mount(self) -> None:
         tune_for_interactive()
+        apply_markdown_theme(self)
         self.push_screen(self._viewer)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.style import Style
 from textual.geometry import Region
 from textual.pilot import Pilot
 
@@ -145,3 +146,23 @@ async def test_a_card_opened_while_live_stays_open_in_the_digest(workspace: Path
         (digest,) = h.app.query(TurnDigest)
         assert digest.expanded == {card.block.tool_call_id}
         assert "handler_5" in text_of(digest)
+
+
+async def test_history_draws_inline_code_like_the_live_reply_in_every_theme(
+    workspace: Path,
+) -> None:
+    h = Harness(TURNS, workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await ask_and_wait(pilot, h)
+        rich_default = Style(bold=True, color="cyan", bgcolor="black")
+        dark = h.app.console.get_style("markdown.code")
+        assert dark != rich_default and dark.bgcolor is not None
+
+        h.app.theme = "textual-light"
+        await pilot.pause()
+        light = h.app.console.get_style("markdown.code")
+        assert light != dark and light.bgcolor is not None
+        # One theme pushed at a time: switching back restores the dark styles.
+        h.app.theme = "textual-dark"
+        await pilot.pause()
+        assert h.app.console.get_style("markdown.code") == dark
