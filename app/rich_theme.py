@@ -25,12 +25,14 @@ def markdown_theme(app: App[Any]) -> Theme:
     else:
         tint, ink = variables.get("error", "#ba3c5b"), variables.get("text-error", "")
         amount = 0.05
-    code_bg = background.blend(Color.parse(tint), amount)
     code_fg = Color.parse(ink).blend(background, 0.05) if ink else Color.parse(tint)
-    return Theme(
-        {"markdown.code": Style(color=code_fg.rich_color, bgcolor=code_bg.rich_color)},
-        inherit=True,
-    )
+    if app.current_theme.ansi:
+        # Like Textual's Markdown in an ANSI theme: the terminal's own background.
+        code = Style(color=Color.parse(tint).rich_color)
+    else:
+        code_bg = background.blend(Color.parse(tint), amount)
+        code = Style(color=code_fg.rich_color, bgcolor=code_bg.rich_color)
+    return Theme({"markdown.code": code}, inherit=True)
 
 
 def apply_markdown_theme(app: App[Any]) -> None:
