@@ -186,6 +186,7 @@ class LoopdeckApp(App[int]):
     async def _ask_permission(self, prompt: PermissionPrompt) -> PermissionAnswer:
         """Show the request inline at the end of the timeline and wait for y / a / n."""
         view = PermissionPromptView(prompt)
+        self.timeline.show_pending()  # the turn asking goes above its question
         await self.timeline.mount(view)
         self.timeline.scroll_end(animate=False)
         try:

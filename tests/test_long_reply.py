@@ -63,3 +63,20 @@ async def test_a_long_reply_keeps_only_its_tail_live(workspace: Path) -> None:
         assert live_sizes and max(live_sizes) < FREEZE_AT + 1000
         # And what is on screen ends with the reply's end.
         assert "return 29" in live.source
+
+
+async def test_a_long_reply_that_arrives_whole_is_frozen_too(workspace: Path) -> None:
+    """No stream to freeze along the way (a fast model, a provider that does not
+    stream): the final render freezes the head instead."""
+    text = long_reply()
+    h = Harness([{"text": text}], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "review it")
+        await wait_idle(pilot, h)
+        await pilot.pause(0.3)
+        view = h.app.query_one(TurnView)
+        *frozen, live = list(view.query(".turn-text"))
+        assert frozen and isinstance(live, Markdown)
+        assert "".join(frozen_source(b) for b in frozen) + live.source == text
+        assert len(live.source) <= FREEZE_AT

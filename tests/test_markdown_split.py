@@ -53,9 +53,37 @@ def test_never_splits_a_list_or_its_indented_continuation() -> None:
     for keep in range(len(text)):
         cut = freeze_point(text, keep=keep)
         if cut is not None:
-            assert text[cut:].startswith(("1. one", "Done.")), text[cut:]
+            # Between the two lists is fine; inside either one is not.
+            assert text[cut:].startswith(("1. one", "- a", "Done.")), text[cut:]
             assert_cut_keeps_meaning(text, cut)
 
 
 def test_no_cut_in_text_without_blank_lines() -> None:
     assert freeze_point("a\nb\nc\n" * 50, keep=1) is None
+
+
+ADVERSARIAL = [
+    # A no-break-space line is not blank to CommonMark: "===" still underlines "Title".
+    "Intro.\n\nTitle\n\xa0\n===\n\nbody text\n",
+    # HTML blocks of types 1-5 run past blank lines.
+    "Intro.\n\n<!--\n\nhidden\n\n-->\n\nAfter.\n",
+    "Intro.\n\n<pre>\nx\n\ny\n</pre>\n\nAfter.\n",
+    # A fence opened inside a list item; its indented closer is not a top-level opener.
+    "- step:\n  ```sh\n  make\n\n  make test\n  ```\n\nPara.\n\n```py\nx = 1\n\ny = 2\n```\n",
+    # Backticks in the info string: not a fence at all.
+    "Intro.\n\n```js``` is inline\n\nNext para.\n\n```\ncode\n\nmore\n```\n",
+    # A link reference definition far from its use, in either order.
+    "See [the docs][d].\n\nMore text here.\n\n[d]: https://example.com\n",
+    "[d]: https://example.com\n\nMore text here.\n\nSee [the docs][d].\n",
+]
+
+
+def test_adversarial_texts_are_only_cut_where_the_halves_render_as_the_whole() -> None:
+    parser = MarkdownIt("gfm-like")
+    for text in ADVERSARIAL:
+        whole = parser.render(text)
+        for keep in range(len(text)):
+            cut = freeze_point(text, keep=keep)
+            if cut is not None:
+                halves = parser.render(text[:cut]) + parser.render(text[cut:])
+                assert halves == whole, (text, cut)

@@ -476,3 +476,16 @@ async def test_autopilot_with_allow_all_runs_the_command(workspace: Path) -> Non
         card_text = text_of(card)
         assert "built" in card_text and "denied" not in card_text
         assert len(h.app.query(TaskCompleteView)) == 1
+
+
+async def test_the_prompt_comes_after_the_turn_that_asks(workspace: Path) -> None:
+    """The timeline draws in passes; the prompt must not overtake the turn it is about."""
+    h = Harness(
+        [{"text": "Changing the greeting.", "tool_calls": [EDIT]}, {"text": "Done."}], workspace
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "say hi instead")
+        await prompt_shown(pilot, h)
+        await pilot.pause(0.2)
+        shown = [type(c).__name__ for c in h.app.timeline.children if c.display]
+        assert shown[-3:] == ["UserMessageView", "TurnView", "PermissionPromptView"], shown

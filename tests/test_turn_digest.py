@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from rich.style import Style
+from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 
@@ -25,7 +26,8 @@ from tests.test_app_pilot import (
     wait_for,
     wait_idle,
 )
-from widgets.timeline import LIVE_TURNS
+from tests.test_transcript import Stream
+from widgets.timeline import LIVE_TURNS, Timeline
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
 from widgets.turn_view import TurnView
@@ -166,3 +168,31 @@ async def test_history_draws_inline_code_like_the_live_reply_in_every_theme(
         h.app.theme = "textual-dark"
         await pilot.pause()
         assert h.app.console.get_style("markdown.code") == dark
+
+
+async def test_a_turn_still_running_when_a_log_stops_becomes_history_once_it_ends() -> None:
+    """A log loaded mid-turn (a replay jump, a resume after a crash) leaves that turn
+    live; when later turns arrive and it has ended, it becomes a digest like any other."""
+    stream = Stream()
+    stream.start()
+    stream.user("hi")
+    stream.turn("t1", "first reply", end=False)
+    split = len(stream.events)
+    stream.turn("t2", "second reply")  # t2's start marks t1 done
+    stream.turn("t3", "third reply")
+    app = TimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        timeline.load(stream.events[:split])
+        await pilot.pause()
+        assert [type(v) for v in timeline._views.values()][-1] is TurnView
+        for event in stream.events[split:]:
+            timeline.apply(event)
+        await pilot.pause(0.3)
+        turns = [v for v in timeline._views.values() if isinstance(v, TurnView | TurnDigest)]
+        assert [type(v).__name__ for v in turns] == ["TurnDigest", "TurnDigest", "TurnView"]
+
+
+class TimelineApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Timeline(id="timeline")

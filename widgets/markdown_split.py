@@ -4,54 +4,53 @@ A long reply is streamed into a Textual ``Markdown`` widget, which is a containe
 with a widget per block: every frame lays all of them out, so a reply of a few
 thousand characters makes each frame slower than the stream. The turn view therefore
 freezes the older part of a long reply into one cheap renderable and keeps streaming
-only the tail. The cut must not change what either part means.
+only the tail. The cut must not change what either part means, so candidates come
+from the parser's own block boundaries, and a cut is taken only if the two halves
+render exactly as the whole does (fences, HTML blocks, lists, setext headings and
+link reference definitions included).
 """
 
 from __future__ import annotations
 
-import re
+from functools import cache
 
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+from markdown_it import MarkdownIt
+
+MAX_TRIES = 4  # candidate cuts verified per call, newest first
+
+
+@cache
+def _parser() -> MarkdownIt:
+    return MarkdownIt("gfm-like")  # what Textual's Markdown widget uses
 
 
 def freeze_point(text: str, keep: int) -> int | None:
     """The offset of the last safe cut that leaves at least ``keep`` characters after it.
 
-    A cut is safe at the start of a line that follows a blank line, outside fenced
-    code, and that starts a new block at column 0 which is not a list item (a cut
-    there would split one list into two) and not an indented continuation. ``None``
-    when there is no such place.
+    A candidate is the start of a top-level block that follows a blank line; it is
+    safe if rendering the two halves gives exactly what rendering the whole gives.
+    ``None`` when no candidate passes.
     """
     limit = len(text) - keep
     if limit <= 0:
         return None
-    best: int | None = None
-    fence: str | None = None  # the fence that opened the code block we are in
-    previous_blank = False
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        if offset > limit:
-            break
-        stripped = line.rstrip("\r\n")
-        opener = _FENCE.match(stripped)
-        if fence is not None:
-            # Closed by a bare fence of the same character, at least as long.
-            mark = opener.group(1) if opener else ""
-            bare = not stripped.strip().strip(fence[0])
-            if mark[:1] == fence[0] and len(mark) >= len(fence) and bare:
-                fence = None
-            previous_blank = False
-        else:
-            if (
-                previous_blank
-                and offset > 0
-                and stripped[:1] not in ("", " ", "\t")
-                and not _LIST_ITEM.match(stripped)
-            ):
-                best = offset
-            if opener:
-                fence = opener.group(1)
-            previous_blank = not stripped.strip()
-        offset += len(line)
-    return best
+    parser = _parser()
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    candidates = []
+    for token in parser.parse(text):
+        if token.level != 0 or token.nesting == -1 or not token.map:
+            continue
+        first = token.map[0]
+        if first == 0 or lines[first - 1].strip(" \t"):
+            continue  # not after a blank line
+        if starts[first] <= limit:
+            candidates.append(starts[first])
+    whole = None
+    for offset in sorted(set(candidates), reverse=True)[:MAX_TRIES]:
+        whole = whole if whole is not None else parser.render(text)
+        if parser.render(text[:offset]) + parser.render(text[offset:]) == whole:
+            return offset
+    return None

@@ -189,8 +189,12 @@ class Timeline(VerticalScroll):
         self.mount(view)
         if isinstance(view, TurnView):
             self._live_turns.append(view)
-            while len(self._live_turns) > LIVE_TURNS:
-                self._to_digest(self._live_turns.pop(0))
+            # Older live turns become history once they have ended (a turn still
+            # running, e.g. the last one of a crashed log, stays live until it does).
+            for older in self._live_turns[:-LIVE_TURNS]:
+                if older.block.finished:
+                    self._live_turns.remove(older)
+                    self._to_digest(older)
         self._prune()
 
     def _to_digest(self, view: TurnView) -> None:
@@ -248,6 +252,8 @@ class Timeline(VerticalScroll):
             view = self._make_view(item)
             self._views[item.block_id] = view
             views.append(view)
+            if isinstance(view, TurnView):  # a turn still running when the log stops
+                self._live_turns.append(view)
         if not views:
             return
         if at_end:

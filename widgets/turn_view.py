@@ -191,28 +191,36 @@ class TurnView(Vertical):
             chunk, self._pending = self._pending, ""
             self._shown += chunk
             live = self._live_text
-            cut = freeze_point(live, keep=KEEP_LIVE) if len(live) > FREEZE_AT else None
-            if cut is not None:
-                await self._freeze(markdown, cut)
+            if len(live) > FREEZE_AT and freeze_point(live, keep=KEEP_LIVE) is not None:
+                await self._restart_after_freeze(markdown)
                 return
             if self._stream is None:
                 self._stream = markdown.get_stream(markdown)
             await self._stream.write(chunk)
 
-    async def _freeze(self, markdown: Markdown, cut: int) -> None:
-        """Render the live text before ``cut`` once, as a Static above the widget, and
-        restart the widget from the cut (the chunk just taken included)."""
+    async def _restart_after_freeze(self, markdown: Markdown) -> None:
+        """Stop the stream, freeze the live text's head, render the rest whole."""
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
         if markdown is not self._body or not markdown.is_attached:
             return  # the text was replaced meanwhile
-        head = self._live_text[:cut]
+        await self._freeze_head(markdown)
+        await markdown.update(self._live_text)
+
+    async def _freeze_head(self, markdown: Markdown) -> None:
+        """Move the live text before its last safe cut into a Static above the widget.
+        The cut is found on the text as it is now (it may have changed while a stream
+        stopped)."""
+        live = self._live_text
+        cut = freeze_point(live, keep=KEEP_LIVE) if len(live) > FREEZE_AT else None
+        if cut is None:
+            return
+        head = live[:cut]
         frozen = Static(rich_markdown(head), classes="turn-text")
         self._frozen.append(frozen)
         self._frozen_text += head
         await self.mount(frozen, before=markdown)
-        await markdown.update(self._live_text)
 
     def _unfreeze_unless_prefix(self, text: str) -> None:
         """Text that no longer starts with the frozen part was replaced: drop it."""
@@ -239,7 +247,8 @@ class TurnView(Vertical):
             return
         markdown = self._ensure_markdown()
         busy = self._replacing or self._markdown_lock.locked()
-        if stream is None and not busy and markdown.is_mounted:
+        short = len(self._live_text) <= FREEZE_AT  # else its head is frozen first
+        if stream is None and not busy and short and markdown.is_mounted:
             markdown.update(self._live_text)
             return
         # A stream being stopped still appends the fragments it holds; rendered now, the
@@ -257,6 +266,8 @@ class TurnView(Vertical):
                     self._stream = None
                 await _until_mounted(self, markdown)
                 if markdown is self._body and markdown.is_attached:
+                    # A reply that came whole (or in one late burst) is frozen here.
+                    await self._freeze_head(markdown)
                     await markdown.update(self._live_text)  # the latest full text
         finally:
             self._replacing -= 1
