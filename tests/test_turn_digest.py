@@ -196,3 +196,21 @@ async def test_a_turn_still_running_when_a_log_stops_becomes_history_once_it_end
 class TimelineApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Timeline(id="timeline")
+
+
+async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
+    stream = Stream()
+    stream.start()
+    stream.user("hi")
+    stream.turn("t1", "first reply")
+    stream.turn("t2", "second reply")
+    app = TimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        timeline.load(stream.events)
+        await pilot.pause()
+        timeline.reset()  # as a replay jump does, then it loads a window again
+        timeline.load(stream.events[-5:])
+        await pilot.pause()
+        (first, *_) = [v for v in timeline._views.values() if isinstance(v, TurnDigest)]
+        assert first.show_model

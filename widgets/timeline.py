@@ -153,6 +153,7 @@ class Timeline(VerticalScroll):
         self._views.clear()
         self._live_turns.clear()
         self._first_mounted = 0
+        self._last_model = None  # the first turn drawn after a reset names its model
         self.transcript = transcript or Transcript()
         self._update_load_row()
 
