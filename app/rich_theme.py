@@ -38,12 +38,10 @@ def markdown_theme(app: App[Any]) -> Theme:
 def apply_markdown_theme(app: App[Any]) -> None:
     """Install the styles now and again whenever the user switches themes."""
 
-    def install(*_: object) -> None:
-        if getattr(app, "_loopdeck_markdown_theme", False):
-            app.console.pop_theme()
+    def reinstall(*_: object) -> None:
+        app.console.pop_theme()  # the one pushed for the previous theme
         app.console.push_theme(markdown_theme(app))
-        app._loopdeck_markdown_theme = True  # type: ignore[attr-defined]
         app.refresh(layout=True)
 
-    install()
-    app.theme_changed_signal.subscribe(app, install)
+    app.console.push_theme(markdown_theme(app))
+    app.theme_changed_signal.subscribe(app, reinstall)

@@ -51,3 +51,30 @@ def git_describe() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None
+
+
+# The shared middle of the cold-start child scripts (run as ``python -c`` with a JSON
+# argv[1] holding ``variant``, ``size`` and ``timeout``): force App.run headless at
+# that size, kill the child if it hangs, install the script's ``_display`` hook, and
+# run a one-widget Textual app for the "bare-textual" floor. The script goes on with
+# the indented body of the final ``else:``, which runs loopdeck.
+HEADLESS_CHILD_RUN = r"""def _run(self, *args, **kwargs):
+    kwargs["headless"] = True
+    kwargs["size"] = tuple(_p["size"])
+    return _orig_run(self, *args, **kwargs)
+
+import os, threading
+_watchdog = threading.Timer(_p["timeout"], lambda: os._exit(3))
+_watchdog.daemon = True
+_watchdog.start()
+App._display = _display
+App.run = _run
+
+if _p["variant"] == "bare-textual":
+    from textual.widgets import Static
+    class Bare(App):
+        def compose(self):
+            yield Static("loopdeck benchmark: bare Textual app")
+    Bare().run()
+else:
+"""

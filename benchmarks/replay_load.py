@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import load_average, machine
+from benchmarks.machine import HEADLESS_CHILD_RUN, load_average, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "replay_load.json"
@@ -776,7 +776,8 @@ def run_memory_child(params: dict[str, Any], timeout: float = 600.0) -> dict[str
 
 # Runs as ``python -c``: nothing from benchmarks/ is imported, so only the app is timed.
 # argv[1]: {variant, argv, size, encode, timeout}.
-COLD_CHILD = r"""
+COLD_CHILD = (
+    r"""
 import json, sys, time
 _t_code = time.monotonic()
 _p = json.loads(sys.argv[1])
@@ -828,26 +829,9 @@ def _display(self, screen, renderable):
         )
         self.call_later(self.exit)
 
-def _run(self, *args, **kwargs):
-    kwargs["headless"] = True
-    kwargs["size"] = tuple(_p["size"])
-    return _orig_run(self, *args, **kwargs)
-
-import os, threading
-_watchdog = threading.Timer(_p["timeout"], lambda: os._exit(3))
-_watchdog.daemon = True
-_watchdog.start()
-App._display = _display
-App.run = _run
-
-if _p["variant"] == "bare-textual":
-    from textual.widgets import Static
-    class Bare(App):
-        def compose(self):
-            yield Static("loopdeck benchmark: bare Textual app")
-    Bare().run()
-else:
-    import agent.replay as _replay
+"""
+    + HEADLESS_CHILD_RUN
+    + r"""    import agent.replay as _replay
     _orig_build = _replay.EventIndex.build.__func__
     def _build(cls, path):
         _marks["index_start"] = time.monotonic()
@@ -860,6 +844,7 @@ else:
 _marks["end"] = time.monotonic()
 print("\n@@REPLAY-BENCH-RESULT@@ " + json.dumps(_marks))
 """
+)
 
 
 def run_cold(

@@ -55,11 +55,9 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import datetime
 import gc
 import json
 import os
-import platform
 import pstats
 import resource
 import shutil
@@ -73,6 +71,9 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from benchmarks.machine import HEADLESS_CHILD_RUN
+from benchmarks.machine import machine as shared_machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "tui.json"
@@ -881,7 +882,8 @@ def child_main(name: str, params_json: str) -> int:
 
 # Runs as ``python -c``: nothing from benchmarks/ is imported, so nothing but the app
 # is timed. argv[1]: a JSON object {variant, argv, size, encode, timeout}.
-FIRST_FRAME_CHILD = r"""
+FIRST_FRAME_CHILD = (
+    r"""
 import json, sys, time
 _t_code = time.monotonic()
 _p = json.loads(sys.argv[1])
@@ -931,27 +933,9 @@ def _display(self, screen, renderable):
         quit = getattr(self, "action_quit", None)
         self.call_later(quit if quit is not None else self.exit)
 
-def _run(self, *args, **kwargs):
-    kwargs["headless"] = True
-    kwargs["size"] = tuple(_p["size"])
-    return _orig_run(self, *args, **kwargs)
-
-import os, threading
-_watchdog = threading.Timer(_p["timeout"], lambda: os._exit(3))
-_watchdog.daemon = True
-_watchdog.start()
-
-App._display = _display
-App.run = _run
-
-if _p["variant"] == "bare-textual":
-    from textual.widgets import Static
-    class Bare(App):
-        def compose(self):
-            yield Static("loopdeck benchmark: bare Textual app")
-    Bare().run()
-else:
-    import widgets.timeline as _tl
+"""
+    + HEADLESS_CHILD_RUN
+    + r"""    import widgets.timeline as _tl
     _orig_load = _tl.Timeline.load
     def _load(self, events):
         _marks["load_start"] = time.monotonic()
@@ -963,6 +947,7 @@ else:
 _marks["end"] = time.monotonic()
 print("\n@@TUI-BENCH-RESULT@@ " + json.dumps(_marks))
 """
+)
 
 
 def run_first_frame_hooked(
@@ -1139,10 +1124,7 @@ def run_child(name: str, params: dict[str, Any], timeout: float) -> dict[str, An
 
 
 def machine() -> dict[str, Any]:
-    try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        nproc = os.cpu_count() or 0
+    """The shared machine record, plus Textual's version and a CPU yardstick."""
     start = time.perf_counter()
     sum(range(10_000_000))
     speed = time.perf_counter() - start
@@ -1153,31 +1135,11 @@ def machine() -> dict[str, Any]:
     except Exception:  # pragma: no cover
         textual_version = None
     return {
-        "nproc": nproc,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
+        **shared_machine(),
         "textual": textual_version,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git": _git_describe(),
-        "loadavg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         # A CPU yardstick: how long this machine takes for sum(range(10**7)).
         "sum_range_1e7_s": round(speed, 3),
     }
-
-
-def _git_describe() -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
 
 
 def _log(message: str) -> None:

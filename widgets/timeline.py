@@ -109,9 +109,7 @@ class Timeline(VerticalScroll):
 
     def show_pending(self) -> None:
         """Bring the widgets up to date with everything folded so far."""
-        if self._catch_up is not None:
-            self._catch_up.stop()
-            self._catch_up = None
+        self._cancel_catch_up()
         changes, self._unshown = self._unshown, []
         done: set[tuple[int, str]] = set()  # (block, tool call id) brought up to date
         made: set[int] = set()  # blocks whose view this pass mounted, as they are now
@@ -126,6 +124,11 @@ class Timeline(VerticalScroll):
             done.add(key)
             if not had_view and owner.block_id in self._views:
                 made.add(owner.block_id)
+
+    def _cancel_catch_up(self) -> None:
+        if self._catch_up is not None:
+            self._catch_up.stop()
+            self._catch_up = None
 
     def load(self, events: Iterable[Event]) -> None:
         """Earlier events (resume, replay): fold all, mount only the tail."""
@@ -142,9 +145,7 @@ class Timeline(VerticalScroll):
 
     def reset(self, transcript: Transcript | None = None) -> None:
         """Forget everything shown (replay jumps rebuild from a window of the log)."""
-        if self._catch_up is not None:
-            self._catch_up.stop()
-            self._catch_up = None
+        self._cancel_catch_up()
         self._unshown.clear()
         for view in self._views.values():
             view.remove()

@@ -123,9 +123,10 @@ class TurnView(Vertical):
             self.set_class(block.status == "running", "-running")
             self.set_class(block.status in ("aborted", "error"), "-failed")
         text = block.text
-        if text != self._shown + self._pending:
-            if text.startswith(self._shown + self._pending):
-                self._pending += text[len(self._shown) + len(self._pending) :]
+        received = self._shown + self._pending
+        if text != received:
+            if text.startswith(received):
+                self._pending += text[len(received) :]
                 self._schedule_flush()
             else:
                 self._render_full(text)  # replaced, not appended: render it whole
@@ -191,29 +192,32 @@ class TurnView(Vertical):
             chunk, self._pending = self._pending, ""
             self._shown += chunk
             live = self._live_text
-            if len(live) > FREEZE_AT and freeze_point(live, keep=KEEP_LIVE) is not None:
-                await self._restart_after_freeze(markdown)
+            cut = freeze_point(live, keep=KEEP_LIVE) if len(live) > FREEZE_AT else None
+            if cut is not None:
+                await self._restart_after_freeze(markdown, live, cut)
                 return
             if self._stream is None:
                 self._stream = markdown.get_stream(markdown)
             await self._stream.write(chunk)
 
-    async def _restart_after_freeze(self, markdown: Markdown) -> None:
-        """Stop the stream, freeze the live text's head, render the rest whole."""
+    async def _restart_after_freeze(self, markdown: Markdown, live: str, cut: int) -> None:
+        """Stop the stream, freeze the live text's head at ``cut`` (found on ``live``),
+        render the rest whole."""
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
         if markdown is not self._body or not markdown.is_attached:
             return  # the text was replaced meanwhile
-        await self._freeze_head(markdown)
+        # The text may have changed while the stream stopped: then find the cut again.
+        await self._freeze_head(markdown, cut if self._live_text == live else None)
         await markdown.update(self._live_text)
 
-    async def _freeze_head(self, markdown: Markdown) -> None:
-        """Move the live text before its last safe cut into a Static above the widget.
-        The cut is found on the text as it is now (it may have changed while a stream
-        stopped)."""
+    async def _freeze_head(self, markdown: Markdown, cut: int | None = None) -> None:
+        """Move the live text before its last safe cut (``cut``, or found now) into a
+        Static above the widget."""
         live = self._live_text
-        cut = freeze_point(live, keep=KEEP_LIVE) if len(live) > FREEZE_AT else None
+        if cut is None and len(live) > FREEZE_AT:
+            cut = freeze_point(live, keep=KEEP_LIVE)
         if cut is None:
             return
         head = live[:cut]
