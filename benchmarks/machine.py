@@ -53,6 +53,19 @@ def git_describe() -> str | None:
     return done.stdout.strip() or None
 
 
+# The start of the cold-start child scripts: the clock, the parameters, the originals
+# of the App methods the scripts wrap.
+HEADLESS_CHILD_HEAD = r"""
+import json, sys, time
+_t_code = time.monotonic()
+_p = json.loads(sys.argv[1])
+from textual.app import App
+from textual._compositor import CompositorUpdate
+_marks = {"code": _t_code}
+_orig_display = App._display
+_orig_run = App.run
+"""
+
 # The shared middle of the cold-start child scripts (run as ``python -c`` with a JSON
 # argv[1] holding ``variant``, ``size`` and ``timeout``): force App.run headless at
 # that size, kill the child if it hangs, install the script's ``_display`` hook, and

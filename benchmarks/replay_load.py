@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import HEADLESS_CHILD_RUN, load_average, machine
+from benchmarks.machine import HEADLESS_CHILD_HEAD, HEADLESS_CHILD_RUN, load_average, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "replay_load.json"
@@ -777,16 +777,8 @@ def run_memory_child(params: dict[str, Any], timeout: float = 600.0) -> dict[str
 # Runs as ``python -c``: nothing from benchmarks/ is imported, so only the app is timed.
 # argv[1]: {variant, argv, size, encode, timeout}.
 COLD_CHILD = (
-    r"""
-import json, sys, time
-_t_code = time.monotonic()
-_p = json.loads(sys.argv[1])
-from textual.app import App
-from textual._compositor import CompositorUpdate
-_marks = {"code": _t_code}
-_orig_display = App._display
-_orig_run = App.run
-
+    HEADLESS_CHILD_HEAD
+    + r"""
 def _settled(screen):
     views = list(screen.timeline._views.values())
     return bool(views) and all(

@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import HEADLESS_CHILD_RUN
+from benchmarks.machine import HEADLESS_CHILD_HEAD, HEADLESS_CHILD_RUN
 from benchmarks.machine import machine as shared_machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -883,16 +883,8 @@ def child_main(name: str, params_json: str) -> int:
 # Runs as ``python -c``: nothing from benchmarks/ is imported, so nothing but the app
 # is timed. argv[1]: a JSON object {variant, argv, size, encode, timeout}.
 FIRST_FRAME_CHILD = (
-    r"""
-import json, sys, time
-_t_code = time.monotonic()
-_p = json.loads(sys.argv[1])
-from textual.app import App
-from textual._compositor import CompositorUpdate
-_marks = {"code": _t_code}
-_orig_display = App._display
-_orig_run = App.run
-
+    HEADLESS_CHILD_HEAD
+    + r"""
 def _settled(app):
     from widgets.timeline import LoadEarlier
     timeline = getattr(app, "timeline", None)
