@@ -13,13 +13,13 @@ from pathlib import Path
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Static
 
 from agent.events import Event, SessionIdleData
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.session import Session
 from agent.store import SessionStore
+from app import textual_fixes
 from app.gc_policy import tune_for_interactive
 from app.rich_theme import apply_markdown_theme
 from widgets.permission_prompt import PermissionPromptView
@@ -30,7 +30,6 @@ from widgets.timeline import Timeline
 SessionOpener = Callable[[], Awaitable[Session]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 QUIT_WINDOW = 2.0  # seconds between two Ctrl+C presses that quit
-UI_BATCH_SECONDS = 0.03  # the timeline catches up with the session at most this often
 STATUS_EVENTS = frozenset(
     {
         "user.message",
@@ -78,11 +77,11 @@ class LoopdeckApp(App[int]):
         self._initial_prompt = initial_prompt
         self._prefill = prefill
         self.session: Session | None = None
-        self.timeline = Timeline(nudge_cap=nudge_cap, batch_seconds=UI_BATCH_SECONDS, id="timeline")
+        self.timeline = Timeline(nudge_cap=nudge_cap, deferred=True, id="timeline")
         self.prompt = PromptInput(id="prompt")
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
-        self._status_timer: Timer | None = None
+        self._status_due = False
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
         self._last_ctrl_c = 0.0
         self._startup_error: str | None = None
@@ -94,6 +93,7 @@ class LoopdeckApp(App[int]):
         yield self.status
 
     def on_mount(self) -> None:
+        textual_fixes.install()
         tune_for_interactive()
         apply_markdown_theme(self)
         self.prompt.focus()
@@ -132,14 +132,13 @@ class LoopdeckApp(App[int]):
             # The session rests: draw its last state now.
             self.timeline.show_pending()
             self._refresh_status()
-        elif event.type in STATUS_EVENTS and self._status_timer is None:
-            # Like the timeline, the status line catches up at most every batch.
-            self._status_timer = self.set_timer(UI_BATCH_SECONDS, self._refresh_status)
+        elif event.type in STATUS_EVENTS and not self._status_due:
+            # Like the timeline, the status line catches up once per burst of events.
+            self._status_due = True
+            self.call_next(self._refresh_status)
 
     def _refresh_status(self) -> None:
-        if self._status_timer is not None:
-            self._status_timer.stop()
-            self._status_timer = None
+        self._status_due = False
         session = self.session
         if session is None:
             return

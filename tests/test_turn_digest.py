@@ -214,3 +214,29 @@ async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
         await pilot.pause()
         (first, *_) = [v for v in timeline._views.values() if isinstance(v, TurnDigest)]
         assert first.show_model
+
+
+class DeferredTimelineApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Timeline(deferred=True, id="timeline")
+
+
+async def test_a_deferred_timeline_catches_up_once_the_burst_is_handled() -> None:
+    stream = Stream()
+    stream.start()
+    stream.user("hi")
+    stream.turn("t1", "first reply")
+    stream.turn("t2", "second reply")
+    app = DeferredTimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        for event in stream.events:
+            timeline.apply(event)
+        assert timeline.mounted_blocks == 0  # folded, not drawn yet
+        assert len(timeline.transcript.items) == 3
+        await pilot.pause()
+        assert timeline.mounted_blocks == 3  # one pass drew the burst, no timer needed
+        digests = [v for v in timeline._views.values() if isinstance(v, TurnDigest)]
+        live = [v for v in timeline._views.values() if isinstance(v, TurnView)]
+        # t1 ended within the burst: history at once; t2, the newest, is live.
+        assert len(digests) == 1 and len(live) == 1

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -69,17 +68,17 @@ class Timeline(VerticalScroll):
         self,
         *,
         nudge_cap: int | None = None,
-        batch_seconds: float | None = None,
+        deferred: bool = False,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
-        # Live events are folded at once, but with ``batch_seconds`` the widgets catch
-        # up at most that often: a burst of events (a fast stream, turns quicker than a
-        # frame) then costs one pass, and a turn that ended meanwhile is mounted as
-        # history directly instead of as a live view first.
-        self.batch_seconds = batch_seconds
+        # Live events are folded at once, but when ``deferred`` the widgets catch up
+        # once the burst of events being handled is over: the events of one step of the
+        # loop cost one pass. Each pass is kept small on purpose (an earlier 30 ms
+        # batch made fewer, heavier frames, and the heavy ones set the input lag).
+        self.deferred = deferred
         self._unshown: list[Change] = []
-        self._catch_up: Timer | None = None
+        self._catch_up_due = False
         self.transcript = Transcript()
         self.nudge_cap = nudge_cap
         self.max_mounted = MAX_MOUNTED
@@ -99,17 +98,18 @@ class Timeline(VerticalScroll):
     def apply(self, event: Event) -> None:
         """One live event: fold it, then touch only the widgets it changed."""
         changes = self.transcript.apply(event)
-        if self.batch_seconds is None:
+        if not self.deferred:
             for change in changes:
                 self._show(change)
             return
         self._unshown.extend(changes)
-        if self._catch_up is None and self._unshown:
-            self._catch_up = self.set_timer(self.batch_seconds, self.show_pending)
+        if not self._catch_up_due and self._unshown:
+            self._catch_up_due = True
+            self.call_next(self.show_pending)
 
     def show_pending(self) -> None:
         """Bring the widgets up to date with everything folded so far."""
-        self._cancel_catch_up()
+        self._catch_up_due = False
         changes, self._unshown = self._unshown, []
         done: set[tuple[int, str]] = set()  # (block, tool call id) brought up to date
         made: set[int] = set()  # blocks whose view this pass mounted, as they are now
@@ -124,11 +124,6 @@ class Timeline(VerticalScroll):
             done.add(key)
             if not had_view and owner.block_id in self._views:
                 made.add(owner.block_id)
-
-    def _cancel_catch_up(self) -> None:
-        if self._catch_up is not None:
-            self._catch_up.stop()
-            self._catch_up = None
 
     def load(self, events: Iterable[Event]) -> None:
         """Earlier events (resume, replay): fold all, mount only the tail."""
@@ -145,7 +140,6 @@ class Timeline(VerticalScroll):
 
     def reset(self, transcript: Transcript | None = None) -> None:
         """Forget everything shown (replay jumps rebuild from a window of the log)."""
-        self._cancel_catch_up()
         self._unshown.clear()
         for view in self._views.values():
             view.remove()

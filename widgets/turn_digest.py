@@ -17,6 +17,9 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual.widgets import Static
 
 from agent.transcript import ToolCallBlock, TurnBlock
@@ -44,8 +47,9 @@ class TurnDigest(Static, can_focus=True):
         self.block = block
         self.show_model = show_model
         self.expanded: set[str] = set(expanded)  # tool call ids shown in full
-        # Built once, then reused: Textual asks for it to measure and again to draw.
-        self._drawn: RenderableType | None = None
+        # Drawn once per width, then reused: Textual asks for the height to lay the
+        # timeline out, and for the lines to paint it.
+        self._lines: tuple[int, list[Strip]] | None = None
         self.set_class(block.status in ("aborted", "error"), "-failed")
 
     # --- updates from the timeline (rare: the turn has ended) -----------------------
@@ -58,7 +62,7 @@ class TurnDigest(Static, can_focus=True):
         self._redraw()
 
     def _redraw(self) -> None:
-        self._drawn = None
+        self._lines = None
         self.refresh(layout=True)
 
     # --- expanding tool output ---------------------------------------------------------
@@ -82,13 +86,24 @@ class TurnDigest(Static, can_focus=True):
     # --- drawing -------------------------------------------------------------------------
 
     def render(self) -> RenderableType:
-        if self._drawn is None:
-            self._drawn = self._draw()
-        return self._drawn
+        return self._draw()
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines_at(width)) if width > 0 else 0
+
+    def render_line(self, y: int) -> Strip:
+        lines = self._lines_at(self.size.width)
+        return lines[y] if y < len(lines) else Strip.blank(self.size.width)
+
+    def _lines_at(self, width: int) -> list[Strip]:
+        if self._lines is None or self._lines[0] != width:
+            visual = visualize(self, self._draw())
+            self._lines = (width, Visual.to_strips(self, visual, width, None, self.visual_style))
+        return self._lines[1]
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._drawn = None  # a theme change recolours the header and the rules
+        self._lines = None  # a theme change recolours the header and the rules
 
     def _draw(self) -> RenderableType:
         block = self.block
