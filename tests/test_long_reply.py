@@ -80,3 +80,29 @@ async def test_a_long_reply_that_arrives_whole_is_frozen_too(workspace: Path) ->
         assert frozen and isinstance(live, Markdown)
         assert "".join(frozen_source(b) for b in frozen) + live.source == text
         assert len(live.source) <= FREEZE_AT
+
+
+async def test_a_turn_removed_mid_stream_ends_its_stream(workspace: Path) -> None:
+    import asyncio
+
+    def stream_tasks() -> list[asyncio.Task[object]]:
+        return [
+            t
+            for t in asyncio.all_tasks()
+            if getattr(t.get_coro(), "__qualname__", "") == "MarkdownStream._run" and not t.done()
+        ]
+
+    h = Harness([{"text": long_reply(), "delay_ms": 3000}], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "review it")
+        for _ in range(100):
+            if stream_tasks():
+                break
+            await pilot.pause(0.02)
+        assert stream_tasks(), "the reply should be streaming"
+        await h.app.query_one(TurnView).remove()  # as a replay jump or a new session does
+        await pilot.pause(0.1)
+        assert not stream_tasks()
+        h.session.abort()
+        await wait_idle(pilot, h)

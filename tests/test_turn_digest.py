@@ -240,3 +240,22 @@ async def test_a_deferred_timeline_catches_up_once_the_burst_is_handled() -> Non
         live = [v for v in timeline._views.values() if isinstance(v, TurnView)]
         # t1 ended within the burst: history at once; t2, the newest, is live.
         assert len(digests) == 1 and len(live) == 1
+
+
+async def test_a_delta_for_a_live_turn_goes_straight_to_its_view() -> None:
+    stream = Stream()
+    stream.start()
+    stream.turn("t1", "streaming text", end=False)
+    deltas = [e for e in stream.events if e.type == "assistant.message_delta"]
+    first_delta = stream.events.index(deltas[0])
+    app = DeferredTimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        for event in stream.events[:first_delta]:  # the turn starts: drawn by a pass
+            timeline.apply(event)
+        await pilot.pause()
+        (view,) = [v for v in timeline._views.values() if isinstance(v, TurnView)]
+        timeline.apply(deltas[0])
+        # No pass was needed: the view already holds the chunk, to flush on its timer.
+        assert not timeline._unshown and not timeline._catch_up_due
+        assert view._pending == deltas[0].data.delta_content

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from agent.events import Event
+from agent.events import AssistantMessageDeltaData, Event
 from agent.transcript import (
     AbortBlock,
     Block,
@@ -98,7 +98,7 @@ class Timeline(VerticalScroll):
     def apply(self, event: Event) -> None:
         """One live event: fold it, then touch only the widgets it changed."""
         changes = self.transcript.apply(event)
-        if not self.deferred:
+        if not self.deferred or (not self._unshown and self._into_live_view(event, changes)):
             for change in changes:
                 self._show(change)
             return
@@ -106,6 +106,13 @@ class Timeline(VerticalScroll):
         if not self._catch_up_due and self._unshown:
             self._catch_up_due = True
             self.call_next(self.show_pending)
+
+    def _into_live_view(self, event: Event, changes: list[Change]) -> bool:
+        """A streamed delta for a turn drawn live: its view only buffers the text (and
+        flushes it on its own timer), so a catch-up pass would cost more than it saves."""
+        return isinstance(event.data, AssistantMessageDeltaData) and all(
+            isinstance(self._views.get(change.item.block_id), TurnView) for change in changes
+        )
 
     def show_pending(self) -> None:
         """Bring the widgets up to date with everything folded so far."""

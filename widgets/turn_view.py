@@ -8,6 +8,7 @@ Once older turns are history, the timeline swaps their view for a ``TurnDigest``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -276,12 +277,33 @@ class TurnView(Vertical):
         finally:
             self._replacing -= 1
 
+    def on_unmount(self) -> None:
+        # Removed mid-stream (a replay jump, a new session): end the stream's task, or
+        # it stays pending until the app exits.
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            task = asyncio.get_running_loop().create_task(_end_quietly(stream))
+            _ending.add(task)
+            task.add_done_callback(_ending.discard)
+
     def _finish(self) -> None:
         """The message ended: one final full render of the (live part of the) text."""
         text = self.block.text
         streaming = self._stream is not None or self._pending or self._flush_timer is not None
         if streaming or (text.strip() and self._body is None):
             self._render_full(text)
+
+
+_ending: set[asyncio.Task[None]] = set()  # streams being ended after their view went
+
+
+async def _end_quietly(stream: MarkdownStream) -> None:
+    # Its widget is gone: the fragments it still holds have nowhere to go.
+    with contextlib.suppress(Exception):
+        await stream.stop()
 
 
 async def _until_mounted(parent: Widget, markdown: Markdown) -> None:
