@@ -28,6 +28,7 @@ class EventData(BaseModel):
         populate_by_name=True,
         extra="allow",
         frozen=False,
+        defer_build=True,
     )
     TYPE: ClassVar[str] = ""
     EPHEMERAL: ClassVar[bool] = False
@@ -363,7 +364,7 @@ def now_iso() -> str:
 class Event(BaseModel):
     """One envelope. ``type`` is the wire type; ``data`` its model."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     type: str
     data: EventData

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -17,7 +18,6 @@ from textual.widgets import Static
 
 from agent.events import Event, SessionIdleData
 from agent.permissions import PermissionAnswer, PermissionPrompt
-from agent.session import Session
 from agent.store import SessionStore
 from app import textual_fixes
 from app.gc_policy import tune_for_interactive
@@ -27,7 +27,12 @@ from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
 
-SessionOpener = Callable[[], Awaitable[Session]]
+if TYPE_CHECKING:
+    # The session (and the loop and tools it brings) is imported by the opener, after
+    # the first frame.
+    from agent.session import Session
+
+SessionOpener = Callable[[], Awaitable["Session"]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 QUIT_WINDOW = 2.0  # seconds between two Ctrl+C presses that quit
 STATUS_EVENTS = frozenset(
@@ -101,7 +106,11 @@ class LoopdeckApp(App[int]):
             self.prompt.text = self._prefill
             self.prompt.move_cursor(self.prompt.document.end)
         self.status.note = "starting…"
-        self.run_worker(self._start(), name="open-session", exclusive=True)
+        # Opening the session imports the model client, the loop and its tools: start
+        # it once the first frame is on screen, so that frame does not wait for them.
+        self.call_after_refresh(
+            lambda: self.run_worker(self._start(), name="open-session", exclusive=True)
+        )
 
     async def _start(self) -> None:
         try:
@@ -113,6 +122,8 @@ class LoopdeckApp(App[int]):
             self.timeline.mount(Static(str(exc), classes="startup-error", markup=False))
             return
         self.session = session
+        if self.status.nudge_cap is None:  # no cap given: the session's default
+            self.status.nudge_cap = self.timeline.nudge_cap = session.max_autopilot_continues
         session.permissions.asker = self._ask_permission
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):

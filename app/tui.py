@@ -4,29 +4,35 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent.loop import DEFAULT_MAX_CONTINUES
-from agent.session import Session
 from agent.store import SessionStore, loopdeck_home
+
+if TYPE_CHECKING:
+    from agent.session import Session
 
 DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
 
 
 def run_tui(args: argparse.Namespace, cwd: Path) -> int:
     from app.app import LoopdeckApp, StartupError
-    from app.model_setup import SetupError, open_session
 
     demo = (args.model or "") == "scripted:demo"
     if demo and not args.resume and not args.continue_:
         args.autopilot = True  # the demo's story includes a nudge and task_complete
 
     async def opener() -> Session:
+        # The model, the loop and its tools load here, after the first frame.
+        from app.model_setup import SetupError, open_session
+
         try:
             return await open_session(args, cwd)
         except SetupError as exc:
             raise StartupError(str(exc)) from exc
 
     async def resumer(session_id: str) -> Session:
+        from app.model_setup import SetupError, open_session
+
         resume_args = argparse.Namespace(**{**vars(args), "resume": session_id, "continue_": False})
         resume_args.autopilot = False  # keep the resumed session's own mode
         try:
@@ -34,13 +40,12 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
         except SetupError as exc:
             raise StartupError(str(exc)) from exc
 
-    cap = args.max_autopilot_continues
     prompt = " ".join(args.prompt_words) or None
     app = LoopdeckApp(
         opener,
         initial_prompt=prompt,
         prefill=DEMO_PROMPT if demo and prompt is None else None,
-        nudge_cap=DEFAULT_MAX_CONTINUES if cap is None else cap,
+        nudge_cap=args.max_autopilot_continues,  # None: the session's own, once open
         resumer=resumer,
         store=SessionStore(loopdeck_home()),
     )

@@ -613,3 +613,20 @@ async def test_initial_prompt_is_sent_and_prefill_waits(workspace: Path) -> None
         assert "answered" in text_of(h.app.query_one(TurnView))
         assert h.app.prompt.text == "draft text"
         assert h.app.prompt.has_focus
+
+
+async def test_the_session_opens_after_the_first_frame(workspace: Path) -> None:
+    """Opening a session imports the model client, the loop and its tools: the empty
+    screen is laid out and drawn before that starts."""
+    h = Harness([{"text": "hello"}], workspace)
+    drawn_when_opened: list[bool] = []
+    open_session = h.app._opener
+
+    async def opener() -> Session:
+        drawn_when_opened.append(h.app.prompt.region.height > 0)
+        return await open_session()
+
+    h.app._opener = opener
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        assert drawn_when_opened == [True]

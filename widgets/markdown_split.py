@@ -13,14 +13,18 @@ link reference definitions included).
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 MAX_TRIES = 4  # candidate cuts verified per call, newest first
 
 
 @cache
 def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # loaded with the first long reply, not at start
+
     return MarkdownIt("gfm-like")  # what Textual's Markdown widget uses
 
 
