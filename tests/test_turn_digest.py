@@ -198,12 +198,17 @@ class TimelineApp(App[None]):
         yield Timeline(id="timeline")
 
 
-async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
+def two_turns() -> Stream:
     stream = Stream()
     stream.start()
     stream.user("hi")
     stream.turn("t1", "first reply")
     stream.turn("t2", "second reply")
+    return stream
+
+
+async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
+    stream = two_turns()
     app = TimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
@@ -222,11 +227,7 @@ class DeferredTimelineApp(App[None]):
 
 
 async def test_a_deferred_timeline_catches_up_once_the_burst_is_handled() -> None:
-    stream = Stream()
-    stream.start()
-    stream.user("hi")
-    stream.turn("t1", "first reply")
-    stream.turn("t2", "second reply")
+    stream = two_turns()
     app = DeferredTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
