@@ -90,6 +90,7 @@ class LoopdeckApp(App[int]):
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
         self._last_ctrl_c = 0.0
         self._startup_error: str | None = None
+        self._sent_before_open: list[str] = []  # typed while the session was opening
 
     def compose(self) -> ComposeResult:
         yield self.timeline
@@ -120,6 +121,10 @@ class LoopdeckApp(App[int]):
             self.status.note = "no session"
             self.status.refresh()
             self.timeline.mount(Static(str(exc), classes="startup-error", markup=False))
+            if self._sent_before_open and not self.prompt.text:
+                # Nothing typed is lost: it goes back to the prompt.
+                self.prompt.text = "\n\n".join(self._sent_before_open)
+            self._sent_before_open.clear()
             return
         self.session = session
         if self.status.nudge_cap is None:  # no cap given: the session's default
@@ -134,6 +139,9 @@ class LoopdeckApp(App[int]):
         self._refresh_status()
         if self._initial_prompt:
             self._send(self._initial_prompt)
+        early, self._sent_before_open = self._sent_before_open, []
+        for text in early:
+            self._send(text)
 
     # --- session -> widgets ------------------------------------------------------
 
@@ -183,7 +191,8 @@ class LoopdeckApp(App[int]):
             if self._startup_error is not None:
                 self.notify(self._startup_error, title="No session", severity="error", markup=False)
             else:
-                self.notify("The session is still starting…", severity="warning")
+                self._sent_before_open.append(text)
+                self.notify("The session is still opening: this is sent as soon as it is.")
             return
         # Right after send() the prompt sits in the queue until the runner task starts,
         # even when the session was idle: only a send to a working session is queued.

@@ -593,11 +593,11 @@ async def test_startup_failure_is_shown_not_raised(message: str) -> None:
         assert "no session" in text_of(app.status)
         assert app.session is None and app.is_running
 
-        # Sending says why nothing happens (not "still starting"), and keeps running.
+        # Sending says why nothing happens (not "still opening"), and keeps running.
         await pilot.press(*"hi", "enter")
         await pilot.pause()
         assert any(message in m for m in notifications(app))
-        assert not any("still starting" in m for m in notifications(app))
+        assert not any("still opening" in m for m in notifications(app))
         assert app.is_running and app.return_value is None
 
 
@@ -630,3 +630,44 @@ async def test_the_session_opens_after_the_first_frame(workspace: Path) -> None:
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
         assert drawn_when_opened == [True]
+
+
+async def test_a_message_sent_while_the_session_opens_is_sent_once_it_is(
+    workspace: Path,
+) -> None:
+    h = Harness([{"text": "Hello back."}], workspace)
+    release = asyncio.Event()
+    open_session = h.app._opener
+
+    async def slow_opener() -> Session:
+        await release.wait()
+        return await open_session()
+
+    h.app._opener = slow_opener
+    async with h.app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(*"hello", "enter")
+        await pilot.pause()
+        assert h.app.session is None
+        assert any("still opening" in m for m in notifications(h.app))
+        release.set()
+        await wait_idle(pilot, h)
+        assert [e.data.content for e in h.recorder.of("user.message")] == ["hello"]
+
+
+async def test_a_message_sent_before_a_failed_start_goes_back_to_the_prompt() -> None:
+    release = asyncio.Event()
+
+    async def failing_opener() -> Session:
+        await release.wait()
+        raise StartupError("No model is configured.")
+
+    app = LoopdeckApp(failing_opener)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(*"hello", "enter")
+        await pilot.pause()
+        assert app.prompt.text == ""
+        release.set()
+        await wait_for(pilot, lambda: bool(app.query(".startup-error")), "the startup error")
+        assert app.prompt.text == "hello"

@@ -260,3 +260,19 @@ async def test_a_delta_for_a_live_turn_goes_straight_to_its_view() -> None:
         # No pass was needed: the view already holds the chunk, to flush on its timer.
         assert not timeline._unshown and not timeline._catch_up_due
         assert view._pending == deltas[0].data.delta_content
+
+
+async def test_a_removed_digest_leaves_the_theme_signal() -> None:
+    # Textual's signal drops a gone subscriber only when it next fires: a digest still
+    # subscribed would stay alive, lines and all, until the user switches themes.
+    app = TimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        timeline.load(two_turns().events)
+        await pilot.pause()
+        digests = [v for v in timeline._views.values() if isinstance(v, TurnDigest)]
+        subscribers = app.theme_changed_signal._subscriptions
+        assert digests and all(d in subscribers for d in digests)
+        timeline.reset()
+        await pilot.pause()
+        assert not any(d in subscribers for d in digests)

@@ -93,13 +93,25 @@ class TurnDigest(Static, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         lines = self._lines_at(self.size.width)
-        return lines[y] if y < len(lines) else Strip.blank(self.size.width)
+        if y < len(lines):
+            return lines[y]
+        return Strip.blank(self.size.width, self.visual_style.rich_style)
 
     def _lines_at(self, width: int) -> list[Strip]:
         if self._lines is None or self._lines[0] != width:
             visual = visualize(self, self._draw())
             self._lines = (width, Visual.to_strips(self, visual, width, None, self.visual_style))
         return self._lines[1]
+
+    def on_mount(self) -> None:
+        # Inline code takes its colours from the Rich theme the app swaps with the
+        # Textual theme (app/rich_theme.py): redraw after it, not only on the restyle.
+        self.app.theme_changed_signal.subscribe(self, lambda _: self._redraw())
+
+    def on_unmount(self) -> None:
+        # The signal drops gone subscribers only when it next fires: until then its
+        # callback would keep this widget (and its lines) alive.
+        self.app.theme_changed_signal.unsubscribe(self)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
