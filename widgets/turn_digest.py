@@ -85,9 +85,6 @@ class TurnDigest(Static, can_focus=True):
 
     # --- drawing -------------------------------------------------------------------------
 
-    def render(self) -> RenderableType:
-        return self._draw()
-
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._lines_at(width)) if width > 0 else 0
 
@@ -99,7 +96,7 @@ class TurnDigest(Static, can_focus=True):
 
     def _lines_at(self, width: int) -> list[Strip]:
         if self._lines is None or self._lines[0] != width:
-            visual = visualize(self, self._draw())
+            visual = visualize(self, self.render())
             self._lines = (width, Visual.to_strips(self, visual, width, None, self.visual_style))
         return self._lines[1]
 
@@ -117,7 +114,8 @@ class TurnDigest(Static, can_focus=True):
         super().notify_style_update()
         self._lines = None  # a theme change recolours the header and the rules
 
-    def _draw(self) -> RenderableType:
+    def render(self) -> RenderableType:
+        """The whole turn as one renderable (drawn into lines by ``_lines_at``)."""
         block = self.block
         header = header_text(block, show_model=self.show_model)
         header.stylize(self._color_of("turn-digest--header"), 0, len(header))
