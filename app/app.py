@@ -19,9 +19,7 @@ from textual.widgets import Static
 from agent.events import Event, SessionIdleData
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.store import SessionStore
-from app import textual_fixes
-from app.gc_policy import tune_for_interactive
-from app.rich_theme import apply_markdown_theme
+from app.app_setup import set_up
 from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
@@ -99,9 +97,7 @@ class LoopdeckApp(App[int]):
         yield self.status
 
     def on_mount(self) -> None:
-        textual_fixes.install()
-        tune_for_interactive()
-        apply_markdown_theme(self)
+        set_up(self)
         self.prompt.focus()
         if self._prefill:
             self.prompt.text = self._prefill

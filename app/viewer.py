@@ -19,9 +19,7 @@ from textual.widgets import Static
 from agent.events import Event, event_from_json
 from agent.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
 from agent.transcript import Transcript
-from app import textual_fixes
-from app.gc_policy import tune_for_interactive
-from app.rich_theme import apply_markdown_theme
+from app.app_setup import set_up
 from widgets.format import duration
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
@@ -43,9 +41,7 @@ class ViewerApp(App[int]):
         self._viewer = screen
 
     def on_mount(self) -> None:
-        textual_fixes.install()
-        tune_for_interactive()
-        apply_markdown_theme(self)
+        set_up(self)
         self.push_screen(self._viewer)
 
 
