@@ -140,6 +140,31 @@ class SessionShutdownData(EventData):
     model_metrics: dict[str, Any] = Field(default_factory=dict)
 
 
+class SessionUsageCheckpointData(EventData):
+    """The session's usage so far, per model (cumulative): the persisted record of
+    what ``assistant.usage`` (ephemeral) reported, read back by replay and resume.
+
+    Each ``providerModelMetrics`` entry is ``{modelId, provider, metrics: {requests:
+    {cost, count}, usage: {inputTokens, outputTokens, cacheReadTokens,
+    cacheWriteTokens}}}`` (see agent/usage.py).
+    """
+
+    TYPE = "session.usage_checkpoint"
+    total_nano_aiu: float = 0.0  # Copilot's billing unit; loopdeck bills none
+    provider_model_metrics: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SessionCustomNotificationData(EventData):
+    """Producer-defined data; ``source`` names the producer (see agent/turn_notes.py)."""
+
+    TYPE = "session.custom_notification"
+    source: str
+    name: str
+    payload: Any = None
+    subject: dict[str, str] | None = None
+    version: int | None = None
+
+
 class SessionAutopilotStoppedData(EventData):
     """Autopilot stopped continuing without task_complete (e.g. at its cap)."""
 
@@ -186,6 +211,15 @@ class AssistantTurnEndData(EventData):
     model: str | None = None
 
 
+class AssistantMessageStartData(EventData):
+    """A model call goes out; its reply will stream under ``message_id``."""
+
+    TYPE = "assistant.message_start"
+    EPHEMERAL = True
+    message_id: str
+    phase: str | None = None
+
+
 class AssistantMessageDeltaData(EventData):
     TYPE = "assistant.message_delta"
     EPHEMERAL = True
@@ -230,7 +264,8 @@ class AssistantUsageData(EventData):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost: float | None = None
-    duration: float | None = None
+    duration: float | None = None  # milliseconds, the whole call
+    time_to_first_token_ms: float | None = None
 
 
 # --- tools ---------------------------------------------------------------------
@@ -335,11 +370,14 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionCompactionCompleteData,
         SessionShutdownData,
         SessionAutopilotStoppedData,
+        SessionUsageCheckpointData,
+        SessionCustomNotificationData,
         AbortData,
         UserMessageData,
         AssistantTurnRetryData,
         AssistantTurnStartData,
         AssistantTurnEndData,
+        AssistantMessageStartData,
         AssistantMessageDeltaData,
         AssistantReasoningDeltaData,
         AssistantReasoningData,

@@ -26,6 +26,7 @@ from agent.events import (
     AbortData,
     AssistantMessageData,
     AssistantMessageDeltaData,
+    AssistantMessageStartData,
     AssistantReasoningData,
     AssistantReasoningDeltaData,
     AssistantTurnEndData,
@@ -59,6 +60,7 @@ from agent.models.base import (
 )
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, execute
+from agent.turn_notes import StreamClock, attempt_cut_note, turn_stats_note
 
 # Longest stretch of stream handling between two yields to the event loop.
 STREAM_YIELD_SECONDS = 0.005
@@ -261,7 +263,7 @@ class TurnLoop:
             if reply.reasoning:
                 host.emit(AssistantReasoningData(reasoning_id=_new_id(), content=reply.reasoning))
             usage = reply.usage
-            host.emit(
+            message = host.emit(
                 AssistantMessageData(
                     message_id=self._message_id,
                     content=reply.text,
@@ -272,6 +274,7 @@ class TurnLoop:
                 )
             )
             self._message_sent = True
+            stats = self._clock.stats(message.timestamp, usage.output_tokens if usage else None)
             if usage is not None:
                 host.emit(
                     AssistantUsageData(
@@ -279,8 +282,11 @@ class TurnLoop:
                         input_tokens=usage.input_tokens,
                         output_tokens=usage.output_tokens,
                         cost=usage.cost,
+                        duration=stats.duration_ms,
+                        time_to_first_token_ms=stats.ttft_ms,
                     )
                 )
+            host.emit(turn_stats_note(turn_id, self._message_id, stats))
             if not requests:
                 self.outcome.final_text = reply.text
             pending = list(requests)
@@ -312,6 +318,7 @@ class TurnLoop:
             try:
                 return await self._stream(index)
             except ProviderError as exc:
+                self._note_cut(turn_id, attempt + 1)
                 if not exc.retryable or attempt >= policy.max_retries:
                     raise
                 delay = policy.delay(attempt, exc.retry_after)
@@ -328,11 +335,18 @@ class TurnLoop:
                 )
                 await asyncio.sleep(delay)
 
+    def _note_cut(self, turn_id: str, attempt: int) -> None:
+        """Record what a failed attempt streamed: the timeline keeps it, marked cut."""
+        if self._partial_text:
+            self.host.emit(attempt_cut_note(turn_id, self._message_id, attempt, self._partial_text))
+
     async def _stream(self, call_index: int) -> ModelReply:
         host = self.host
         messages = host.history.with_system(host.system_prompt())
         tools = host.tools().schemas()
         reasoning_id: str | None = None
+        start = host.emit(AssistantMessageStartData(message_id=self._message_id))
+        self._clock = clock = StreamClock(start.timestamp)
         since_yield = time.perf_counter()
         async for item in host.model.stream(messages, tools, call_index=call_index):
             # A stream that arrives faster than it is handled (deltas buffered behind a
@@ -344,14 +358,16 @@ class TurnLoop:
             match item:
                 case TextDelta(text=text):
                     self._partial_text += text
-                    host.emit(
+                    delta = host.emit(
                         AssistantMessageDeltaData(message_id=self._message_id, delta_content=text)
                     )
+                    clock.token(delta.timestamp)
                 case ReasoningDelta(text=text):
                     reasoning_id = reasoning_id or _new_id()
-                    host.emit(
+                    delta = host.emit(
                         AssistantReasoningDeltaData(reasoning_id=reasoning_id, delta_content=text)
                     )
+                    clock.token(delta.timestamp)
                 case ModelReply() as reply:
                     return reply
         raise ProviderError("server", "the model stream ended without a reply")
@@ -433,6 +449,7 @@ class TurnLoop:
     _message_id: str = ""
     _partial_text: str = ""
     _message_sent: bool = False
+    _clock: StreamClock = StreamClock("")
 
 
 def _tool_request(call: ToolCall) -> ToolRequest:

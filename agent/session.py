@@ -27,6 +27,7 @@ from agent.events import (
     AssistantTurnEndData,
     AssistantTurnRetryData,
     AssistantTurnStartData,
+    AssistantUsageData,
     Event,
     EventData,
     Mode,
@@ -35,6 +36,7 @@ from agent.events import (
     SessionModelChangeData,
     SessionResumeData,
     SessionStartData,
+    SessionUsageCheckpointData,
     SessionWarningData,
     ToolErrorPayload,
     ToolExecutionCompleteData,
@@ -53,6 +55,7 @@ from agent.prompt import build_system_prompt, git_branch
 from agent.store import SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
+from agent.usage import UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,7 @@ class Session:
         self._model_calls = 0
         self._turns = 0
         self._tool_calls = 0
+        self.usage = UsageLedger()  # cumulative, restored on resume from the checkpoints
         self._outcome = "in progress"
         self._open_turn: str | None = None
         self._first_prompt = ""
@@ -253,6 +257,9 @@ class Session:
                 subscriber(event)
             except Exception:  # one broken renderer must not stop the loop
                 log.exception("event subscriber failed")
+        if isinstance(data, AssistantUsageData):
+            # Usage is ephemeral: what replay, export and resume read is this record.
+            self.emit(self.usage.checkpoint())
         return event
 
     def _fold(self, event: Event) -> None:
@@ -268,6 +275,10 @@ class Session:
                 self._open_turn = None
             case ToolExecutionCompleteData():
                 self._tool_calls += 1
+            case AssistantUsageData() as usage:
+                self.usage.add(usage)
+            case SessionUsageCheckpointData() as checkpoint:
+                self.usage.restore(checkpoint)
             case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):
                 if mode in ("interactive", "autopilot", "plan"):
                     self._mode = mode
@@ -477,6 +488,7 @@ class Session:
     def _save_meta(self) -> None:
         if self.store is None:
             return
+        totals = self.usage.totals()
         meta: dict[str, Any] = {
             "id": self.id,
             "cwd": str(self.cwd),
@@ -487,6 +499,9 @@ class Session:
             "turns": self._turns,
             "firstPrompt": self._first_prompt,
             "toolCalls": self._tool_calls,
+            "inputTokens": totals.input_tokens,
+            "outputTokens": totals.output_tokens,
+            "cost": totals.cost,
             "outcome": self._outcome,
             "producer": "loopdeck",
             "pid": os.getpid(),  # lets a listing tell "in progress" from "crashed"

@@ -33,10 +33,12 @@ from agent.events import (
     SessionModeChangedData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionUsageCheckpointData,
     ToolExecutionCompleteData,
     UserMessageData,
     event_from_json,
 )
+from agent.usage import totals_of
 
 EVENTS_FILE = "events.jsonl"
 META_FILE = "session.json"
@@ -236,6 +238,9 @@ class SessionSummary:
     tool_calls: int = 0
     # completed / error / aborted / stopped / in progress / interrupted (process gone)
     outcome: str = "in progress"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
 
     @property
     def duration(self) -> float | None:
@@ -315,6 +320,9 @@ class SessionStore:
             summary.first_prompt = str(meta.get("firstPrompt", ""))
             if "outcome" in meta:
                 summary.tool_calls = int(meta.get("toolCalls", 0))
+                summary.input_tokens = _int(meta.get("inputTokens"))
+                summary.output_tokens = _int(meta.get("outputTokens"))
+                summary.cost = _float(meta.get("cost"))
                 summary.outcome = str(meta["outcome"])
                 if summary.outcome == "in progress" and not _alive(meta.get("pid")):
                     summary.outcome = "interrupted"  # its process is gone
@@ -383,6 +391,13 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 summary.outcome = "stopped"
             case AssistantMessageData(tool_requests=requests) if not requests:
                 summary.outcome = "completed"
+            case SessionUsageCheckpointData() as checkpoint:
+                totals = totals_of(checkpoint)  # cumulative: the latest one is the session's
+                summary.input_tokens, summary.output_tokens = (
+                    totals.input_tokens,
+                    totals.output_tokens,
+                )
+                summary.cost = totals.cost
             case _:
                 pass
         if event.timestamp:
@@ -390,6 +405,14 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
     if open_turn:
         summary.outcome = "in progress"
     return summary
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _float(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def _alive(pid: object) -> bool:

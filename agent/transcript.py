@@ -31,6 +31,7 @@ from agent.events import (
     AbortData,
     AssistantMessageData,
     AssistantMessageDeltaData,
+    AssistantMessageStartData,
     AssistantReasoningData,
     AssistantReasoningDeltaData,
     AssistantTurnEndData,
@@ -47,6 +48,7 @@ from agent.events import (
     SessionAutopilotStoppedData,
     SessionCompactionCompleteData,
     SessionCompactionStartData,
+    SessionCustomNotificationData,
     SessionErrorData,
     SessionIdleData,
     SessionInfoData,
@@ -56,6 +58,7 @@ from agent.events import (
     SessionShutdownData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionUsageCheckpointData,
     SessionWarningData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
@@ -63,6 +66,9 @@ from agent.events import (
     UnknownData,
     UserMessageData,
 )
+from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
+from agent.turn_speed import SpeedMeter
+from agent.usage import UsageTotals, totals_of
 
 TurnStatus = Literal["running", "done", "aborted", "error"]
 ToolStatus = Literal["pending", "running", "success", "failure", "interrupted"]
@@ -272,16 +278,35 @@ class TurnBlock:
     cost: float | None = None
     retries: int = 0  # model calls retried within this turn
     retry_reason: str | None = None  # why the last retry happened
+    # What an attempt streamed before the provider cut it off: shown (struck through)
+    # until the next attempt's reply replaces it; kept if none does.
+    cut_text: str = ""
+    cut_attempt: int | None = None  # which attempt (1-based) cut_text comes from
     tools: list[ToolCallBlock] = field(default_factory=list)
+    speed: SpeedMeter = field(default_factory=SpeedMeter, repr=False)
     _text: _TextStream = field(default_factory=_TextStream, repr=False)
     _reasoning: _TextStream = field(default_factory=_TextStream, repr=False)
-    _usage_seen: bool = field(default=False, repr=False)
+    # Where the usage shown comes from, most trusted last: the message's output
+    # count, assistant.usage (live only), the session.usage_checkpoint (persisted).
+    _usage_from: Literal["message", "usage", "checkpoint"] = field(default="message", repr=False)
     _interrupted: bool = field(default=False, repr=False)  # a tool call was cut short
 
     @property
     def duration(self) -> float | None:
         """Seconds from turn start to its end, once ended."""
         return _seconds(self.started_at, self.ended_at)
+
+    @property
+    def ttft_seconds(self) -> float | None:
+        """Seconds from the model call going out to its first streamed token (live
+        while it streams; the recorded figure once the reply is complete)."""
+        return self.speed.ttft_seconds
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Output tokens per second from the first token to the end of the reply
+        (while streaming: streamed chunks per second so far)."""
+        return self.speed.tokens_per_second
 
     @property
     def finished(self) -> bool:
@@ -400,6 +425,7 @@ class Transcript:
         self.input_tokens: int = 0
         self.output_tokens: int = 0
         self.cost: float = 0.0
+        self._checkpointed = UsageTotals()  # the latest usage checkpoint's totals
         self.nudges_total: int = 0
         # per send
         self.nudges_used: int = 0
@@ -435,6 +461,8 @@ class Transcript:
                 changes = self._user_message(d, ts)
             case AssistantTurnStartData() as d:
                 changes = self._turn_start(d, ts)
+            case AssistantMessageStartData() as d:
+                changes = self._message_start(d, ts)
             case AssistantMessageDeltaData() as d:
                 changes = self._message_delta(d, ts)
             case AssistantMessageData() as d:
@@ -445,6 +473,10 @@ class Transcript:
                 changes = self._reasoning(d, ts)
             case AssistantUsageData() as d:
                 changes = self._usage(d)
+            case SessionUsageCheckpointData() as d:
+                changes = self._usage_checkpoint(d)
+            case SessionCustomNotificationData() as d:
+                changes = self._note(event, d)
             case AssistantTurnEndData() as d:
                 changes = self._turn_end(d, ts)
             case AssistantTurnRetryData() as d:
@@ -664,7 +696,10 @@ class Transcript:
             parent._interrupted = True
 
     def _retry(self, turn: TurnBlock, reason: str | None) -> list[Change]:
-        """A model call of ``turn`` is retried: what the failed attempt streamed goes."""
+        """A model call of ``turn`` is retried: what the failed attempt streamed is
+        kept apart, marked cut (loopdeck's attempt_cut note has usually done so)."""
+        if turn._text.live:
+            self._cut(turn, turn.retries + 1, cap_cut(turn._text.live))
         turn.retries += 1
         turn.retry_reason = reason
         if turn._text.discard_live():
@@ -672,6 +707,11 @@ class Transcript:
         if turn._reasoning.discard_live():
             turn.reasoning = turn._reasoning.text
         return [Change("updated", turn)]
+
+    def _cut(self, turn: TurnBlock, attempt: int, text: str) -> None:
+        turn.cut_text, turn.cut_attempt = text, attempt
+        if turn._text.discard_live():
+            turn.text = turn._text.text
 
     def _set_turn_usage(
         self,
@@ -746,11 +786,19 @@ class Transcript:
             self._answer_turn = turn
         return [Change("updated", turn)]
 
+    def _message_start(self, d: AssistantMessageStartData, ts: datetime | None) -> list[Change]:
+        turn, changes = self._turn_for(None, ts, self._turns_by_message, d.message_id)
+        self._turns_by_message[d.message_id] = turn
+        turn.speed.attempt(ts)
+        return changes
+
     def _message_delta(self, d: AssistantMessageDeltaData, ts: datetime | None) -> list[Change]:
         turn, changes = self._turn_for(None, ts, self._turns_by_message, d.message_id)
         self._turns_by_message[d.message_id] = turn
         if turn._text.delta(d.message_id, d.delta_content):
             turn.text = turn._text.text
+            turn.cut_text = ""  # the next attempt's reply takes the cut one's place
+            turn.speed.token(ts, turn.started_at)
             changes.append(Change("updated", turn))
         return changes
 
@@ -759,10 +807,11 @@ class Transcript:
         self._turns_by_message[d.message_id] = turn
         if turn._text.final(d.message_id, d.content):
             turn.text = turn._text.text
+            turn.cut_text = ""
         if d.model:
             turn.model = turn.model or d.model
             self.model = d.model
-        if d.output_tokens is not None and not turn._usage_seen:
+        if d.output_tokens is not None and turn._usage_from == "message":
             self._set_turn_usage(turn, turn.input_tokens, d.output_tokens, turn.cost)
         changes.append(Change("updated", turn))
         for request in d.tool_requests or []:
@@ -781,6 +830,7 @@ class Transcript:
         self._turns_by_reasoning[d.reasoning_id] = turn
         if turn._reasoning.delta(d.reasoning_id, d.delta_content):
             turn.reasoning = turn._reasoning.text
+            turn.speed.token(ts, turn.started_at)
             changes.append(Change("updated", turn))
         return changes
 
@@ -799,9 +849,11 @@ class Transcript:
             self.output_tokens += d.output_tokens or 0
             self.cost += d.cost or 0.0
             return []
-        if not turn._usage_seen:
+        if turn._usage_from == "checkpoint":
+            return []  # the persisted record already set this turn's usage
+        if turn._usage_from == "message":
             # Usage supersedes the output count the assistant.message carried.
-            turn._usage_seen = True
+            turn._usage_from = "usage"
             self._set_turn_usage(turn, None, None, None)
 
         def plus(a: int | None, b: int | None) -> int | None:
@@ -816,6 +868,48 @@ class Transcript:
         )
         if not turn.model:
             turn.model = d.model
+        return [Change("updated", turn)]
+
+    def _usage_checkpoint(self, d: SessionUsageCheckpointData) -> list[Change]:
+        """The session's cumulative usage: what grew since the last checkpoint is the
+        turn's that made the call (superseding assistant.usage, which replay lacks);
+        before any turn (a replay window's seed) it only sets the session's totals."""
+        now = totals_of(d)
+        # Totals only grow; a smaller one starts a new series (e.g. another writer).
+        base = self._checkpointed if now.covers(self._checkpointed) else UsageTotals()
+        grown = now.minus(base)
+        self._checkpointed = now
+        turn = self._open_turn or self._last_turn
+        if turn is None:
+            self.input_tokens += grown.input_tokens
+            self.output_tokens += grown.output_tokens
+            self.cost += grown.cost
+            return []
+        if turn._usage_from != "checkpoint":
+            turn._usage_from = "checkpoint"
+            self._set_turn_usage(turn, None, None, None)
+        self._set_turn_usage(
+            turn,
+            (turn.input_tokens or 0) + grown.input_tokens,
+            (turn.output_tokens or 0) + grown.output_tokens,
+            (turn.cost or 0.0) + grown.cost,
+        )
+        return [Change("updated", turn)]
+
+    def _note(self, event: Event, d: SessionCustomNotificationData) -> list[Change]:
+        """loopdeck's notes about a turn (agent/turn_notes.py); others are shown raw."""
+        note = read_note(d)
+        if note is None:
+            return [self._raw(event.type, d, parse_timestamp(event.timestamp))]
+        turn_id = turn_of(d)
+        turn = (self._turns_by_id.get(turn_id) if turn_id else None) or self._open_turn
+        if turn is None:
+            return []
+        match note:
+            case TurnStats():
+                turn.speed.settle(note)
+            case CutAttempt():
+                self._cut(turn, note.attempt, note.content)
         return [Change("updated", turn)]
 
     def _tool_start(self, d: ToolExecutionStartData, ts: datetime | None) -> list[Change]:

@@ -27,7 +27,7 @@ from agent.transcript import (
     UserBlock,
     fold,
 )
-from widgets.format import cost, duration, summarize_arguments, tokens
+from widgets.format import cost, duration, speed, summarize_arguments, tokens
 
 MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed block
 _BACKTICKS = re.compile(r"`{3,}")
@@ -72,6 +72,9 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
             return ["## User", "", block.content]
         case TurnBlock():
             lines = [f"### {_turn_title(block)}", ""]
+            if block.cut_text.strip():
+                struck = " ".join(block.cut_text.split()).replace("~", "\\~")
+                lines += [f"> *attempt {block.cut_attempt or 1}, cut:* ~~{struck}~~", ""]
             if block.text.strip():
                 lines += [block.text.strip(), ""]
             for tool in block.tools:
@@ -96,8 +99,18 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
 
 def _turn_title(block: TurnBlock) -> str:
     parts = [f"Turn {block.number}", block.model or "", duration(block.duration)]
-    if block.output_tokens:
-        parts.append(f"{tokens(block.output_tokens)} tokens out")
+    usage = [
+        f"{tokens(count)} {what}"
+        for count, what in ((block.input_tokens, "in"), (block.output_tokens, "out"))
+        if count
+    ]
+    parts += [
+        " / ".join(usage),
+        cost(block.cost),
+        speed(block.ttft_seconds, block.tokens_per_second),
+    ]
+    if block.retries:
+        parts.append(f"{block.retries} retr{'y' if block.retries == 1 else 'ies'}")
     if block.status in ("aborted", "error"):
         parts.append(block.status)
     return " · ".join(p for p in parts if p)
@@ -139,7 +152,7 @@ pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}
 .ok{color:#1a7f37} .fail{color:#cf222e}
 .done{border:2px solid #1a7f37;border-radius:6px;padding:.2em 1em}
 .error{border:2px solid #cf222e;border-radius:6px;padding:.2em 1em}
-.notice{color:#57606a;font-style:italic}
+.notice{color:#57606a;font-style:italic} .cut{color:#57606a;white-space:pre-wrap}
 """
 
 
@@ -170,8 +183,14 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
             return f'<div class="user"><b>User</b><br>{esc(block.content)}</div>'
         case TurnBlock():
             tools = "".join(_html_tool(tool) for tool in block.tools)
+            cut = (
+                f'<p class="cut"><i>attempt {block.cut_attempt or 1}, cut:</i> '
+                f"<del>{esc(block.cut_text.strip())}</del></p>"
+                if block.cut_text.strip()
+                else ""
+            )
             return (
-                f'<div class="turn"><h3>{esc(_turn_title(block))}</h3>'
+                f'<div class="turn"><h3>{esc(_turn_title(block))}</h3>{cut}'
                 f"{md.render(block.text) if block.text.strip() else ''}{tools}</div>"
             )
         case ToolCallBlock():

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from agent.store import SessionStore, SessionSummary
-from app.sessions_table import sessions_for
+from app.sessions_table import sessions_for, usage_cells
 from widgets.format import duration, one_line
 
 Resume = Callable[[str], None]
@@ -67,7 +67,18 @@ class SessionBrowser(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns(
-            "id", "started", "where", "mode", "turns", "tools", "outcome", "took", "first prompt"
+            "id",
+            "started",
+            "where",
+            "mode",
+            "turns",
+            "tools",
+            "outcome",
+            "took",
+            "in",
+            "out",
+            "cost",
+            "first prompt",
         )
         self.reload()
         table.focus()
@@ -87,6 +98,7 @@ class SessionBrowser(Screen[None]):
                 str(s.tool_calls),
                 s.outcome,
                 duration(s.duration),
+                *usage_cells(s),
                 one_line(s.first_prompt, 60),
                 key=s.id,
             )

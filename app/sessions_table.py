@@ -9,10 +9,23 @@ from pathlib import Path
 
 from agent.replay import copilot_home
 from agent.store import SessionStore, SessionSummary, loopdeck_home
-from widgets.format import duration
+from widgets.format import cost, duration, tokens
 
-_HEADERS = ("ID", "STARTED", "CWD", "MODE", "TURNS", "TOOLS", "OUTCOME", "TOOK", "FIRST PROMPT")
-_RIGHT = {4, 5, 7}
+_HEADERS = (
+    "ID",
+    "STARTED",
+    "CWD",
+    "MODE",
+    "TURNS",
+    "TOOLS",
+    "OUTCOME",
+    "TOOK",
+    "IN",
+    "OUT",
+    "COST",
+    "FIRST PROMPT",
+)
+_RIGHT = {4, 5, 7, 8, 9, 10}
 _CWD = 2
 
 
@@ -63,8 +76,14 @@ def _row(s: SessionSummary) -> tuple[str, ...]:
         str(s.tool_calls),
         s.outcome,
         duration(s.duration),
+        *usage_cells(s),
         prompt,
     )
+
+
+def usage_cells(s: SessionSummary) -> tuple[str, str, str]:
+    """Input tokens, output tokens and cost, as the timeline's status bar counts them."""
+    return tokens(s.input_tokens) or "0", tokens(s.output_tokens) or "0", cost(s.cost) or "-"
 
 
 def format_table(rows: list[tuple[str, ...]], width: int) -> list[str]:

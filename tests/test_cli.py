@@ -464,7 +464,15 @@ def test_sessions_lists_id_mode_turns_and_first_prompt(
     assert "No sessions yet" in out
 
     chat = write_script(
-        tmp_path / "chat.json", [{"text": "Looking.", "tool_calls": [GREP_X]}, {"text": "ok"}]
+        tmp_path / "chat.json",
+        [
+            {
+                "text": "Looking.",
+                "tool_calls": [GREP_X],
+                "usage": {"prompt_tokens": 1200, "completion_tokens": 30, "cost": 0.002},
+            },
+            {"text": "ok", "usage": {"prompt_tokens": 1300, "completion_tokens": 5, "cost": 0.003}},
+        ],
     )
     done = write_script(
         tmp_path / "done.json",
@@ -487,15 +495,22 @@ def test_sessions_lists_id_mode_turns_and_first_prompt(
         "TOOLS",
         "OUTCOME",
         "TOOK",
+        "IN",
+        "OUT",
+        "COST",
         "FIRST",
         "PROMPT",
     ]
     rows = {line.split()[0]: line for line in lines[1:3]}
     assert set(rows) == {chat_id[:8], auto_id[:8]}
     took = r"\d+(ms|\.\d+s)"
-    chat_row = rf"\binteractive\s+2\s+1\s+completed\s+{took}\s+explain the needle$"
+    # Tokens and cost as the session's timeline counts them (a script without usage: 0).
+    chat_row = (
+        rf"\binteractive\s+2\s+1\s+completed\s+{took}\s+2\.5k\s+35\s+\$0\.0050"
+        r"\s+explain the needle$"
+    )
     assert re.search(chat_row, rows[chat_id[:8]])
-    auto_row = rf"\bautopilot\s+1\s+1\s+completed\s+{took}\s+fix everything$"
+    auto_row = rf"\bautopilot\s+1\s+1\s+completed\s+{took}\s+0\s+0\s+-\s+fix everything$"
     assert re.search(auto_row, rows[auto_id[:8]])
     assert "  ~/ws  " in rows[chat_id[:8]]  # cwd shown relative to $HOME
     # Most recent first.
@@ -517,7 +532,8 @@ def test_sessions_lists_id_mode_turns_and_first_prompt(
     code, out, _ = run(capsys, "sessions", "--all")
     assert code == 0
     other_row = (
-        rf"^{other_id[:8]} .*~/elsewhere\s+interactive\s+2\s+1\s+completed\s+{took}\s+other place$"
+        rf"^{other_id[:8]} .*~/elsewhere\s+interactive\s+2\s+1\s+completed\s+{took}"
+        r"\s+2\.5k\s+35\s+\$0\.0050\s+other place$"
     )
     assert re.search(other_row, out, re.M)
     assert chat_id[:8] in out and auto_id[:8] in out

@@ -81,12 +81,12 @@ def test_markdown_of_a_loopdeck_session() -> None:
         "## ✔ Task complete",
     ]
     assert "## User\n\nMake Cart.add reject a quantity of zero or less.\n" in md
-    assert "### Turn 1 · scripted:fix-cart.json · 2.8s · 38 tokens out\n\nI'll find" in md
+    assert "### Turn 1 · scripted:fix-cart.json · 2.8s · 38 out\n\nI'll find" in md
     # Tool calls: glyph, name, arguments, duration (the 42 s pause is in the bash call).
     assert "- ✓ **grep** `TODO` · 700ms" in md
     assert "- ✓ **view** `shop/cart.py view_range=[10, 12]` · 700ms" in md
     assert "- ✓ **bash** `grep -c ValueError shop/cart.py` · 44.1s" in md
-    assert "### Turn 5 · scripted:fix-cart.json · 46.2s · 19 tokens out" in md
+    assert "### Turn 5 · scripted:fix-cart.json · 46.2s · 19 out" in md
     # The nudge is a quote, every line of it.
     nudge = md[md.index("> **↻ Autopilot nudge 1**") :].split("\n\n", 1)[0]
     assert f"> **↻ Autopilot nudge 1** — {NUDGE_START}" in nudge
@@ -163,7 +163,7 @@ def test_html_of_a_loopdeck_session() -> None:
     assert '<div class="user"><b>User</b><br>Make Cart.add reject' in page
     assert f'<div class="nudge"><b>↻ Autopilot nudge 1</b> — {NUDGE_START}' in page
     assert '<div class="done"><h2>✔ Task complete</h2><p><code>Cart.add</code> now rejects' in page
-    assert "<h3>Turn 5 · scripted:fix-cart.json · 46.2s · 19 tokens out</h3>" in page
+    assert "<h3>Turn 5 · scripted:fix-cart.json · 46.2s · 19 out</h3>" in page
     assert "<li><strong>Mode:</strong> autopilot</li>" in page
 
 
@@ -210,7 +210,7 @@ def test_export_of_a_copilot_session_shows_unknown_types_compactly() -> None:
     assert "- **Model:** claude-sonnet-4.5" in md and "- **Turns:** 3" in md
     assert "*GitHub MCP server connected*" in md  # session.info is modelled
     assert "- ✓ **bash** `wc -w README.md description=Count words` · 1.2s" in md
-    assert "### Turn 2 · claude-sonnet-4.5 · 1.6s · 14 tokens out\n\n`README.md` has" in md
+    assert "### Turn 2 · claude-sonnet-4.5 · 1.6s · 14 out\n\n`README.md` has" in md
     raw = [line for line in md.splitlines() if re.match(r"`[\w.]+` `\{", line)]
     assert [line.split("`")[1] for line in raw] == [
         "session.usage_info",

@@ -177,12 +177,16 @@ async def test_send_and_wait_returns_the_final_message_with_events_in_order(
     assert seen.types() == [
         "user.message",
         "assistant.turn_start",
+        "assistant.message_start",
         "assistant.message",
+        "session.custom_notification",  # loopdeck's turn_stats (time to first token...)
         "tool.execution_start",
         "tool.execution_complete",
         "assistant.turn_end",
         "assistant.turn_start",
+        "assistant.message_start",
         "assistant.message",
+        "session.custom_notification",
         "assistant.turn_end",
         "session.idle",
     ]

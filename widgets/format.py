@@ -46,6 +46,17 @@ def cost(value: float | None) -> str:
     return f"${value:.4f}" if value < 0.01 else f"${value:.2f}"
 
 
+def speed(ttft_seconds: float | None, tokens_per_second: float | None) -> str:
+    """A model call's speed: "first token 0.4s · 42 tok/s" (what is known of it)."""
+    parts = []
+    if ttft_seconds is not None:
+        parts.append(f"first token {duration(ttft_seconds)}")
+    if tokens_per_second is not None:
+        rate = f"{tokens_per_second:.1f}" if tokens_per_second < 10 else f"{tokens_per_second:.0f}"
+        parts.append(f"{rate} tok/s")
+    return " · ".join(parts)
+
+
 def one_line(text: str, width: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

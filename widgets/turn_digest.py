@@ -25,7 +25,7 @@ from textual.widgets import Static
 from agent.transcript import ToolCallBlock, TurnBlock
 from widgets.lazy_rich import rich_markdown
 from widgets.tool_card import card_renderable
-from widgets.turn_view import header_text
+from widgets.turn_view import cut_text, header_text
 
 TOOL_META = "loopdeck-tool"  # style meta naming the tool call a rendered line belongs to
 
@@ -120,6 +120,8 @@ class TurnDigest(Static, can_focus=True):
         header = header_text(block, show_model=self.show_model)
         header.stylize(self._color_of("turn-digest--header"), 0, len(header))
         parts: list[RenderableType] = [header]
+        if block.cut_text.strip():
+            parts.append(cut_text(block))
         if block.text.strip():
             parts.append(rich_markdown(block.text))
             if block.tools:

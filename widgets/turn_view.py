@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -18,7 +19,7 @@ from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
 from agent.transcript import ToolCallBlock, TurnBlock
-from widgets.format import cost, duration, tokens
+from widgets.format import cost, duration, speed, tokens
 from widgets.lazy_rich import rich_markdown
 from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 FLUSH_SECONDS = 0.1
 FREEZE_AT = 1600  # characters in the live Markdown widget before its head is frozen
 KEEP_LIVE = 500  # characters that stay live after a freeze (the tail being read)
+SPEED_REFRESH_SECONDS = 0.5  # the running turn's tokens/s is redrawn at most this often
 
 
 class TurnHeader(Static):
@@ -57,6 +59,7 @@ def header_text(block: TurnBlock, *, show_model: bool) -> Text:
         parts.append(" / ".join(usage))
     if block.cost:
         parts.append(cost(block.cost))
+    parts.append(speed(block.ttft_seconds, block.tokens_per_second))
     if block.retries:
         parts.append(f"{block.retries} retr{'y' if block.retries == 1 else 'ies'}")
     if block.status == "running":
@@ -69,6 +72,22 @@ def header_text(block: TurnBlock, *, show_model: bool) -> Text:
     if block.retries and block.retry_reason:
         text.append(f"\n↻ {block.retry_reason}", style="italic")
     return text
+
+
+def cut_text(block: TurnBlock) -> Text:
+    """What a cut-off attempt had streamed, struck through under its label."""
+    text = Text(f"✂ attempt {block.cut_attempt or 1}, cut\n", style="italic")
+    text.append(block.cut_text.strip(), style="dim strike")
+    return text
+
+
+class CutAttemptView(Static):
+    def __init__(self, block: TurnBlock) -> None:
+        super().__init__(classes="turn-cut")
+        self.block = block
+
+    def render(self) -> Text:
+        return cut_text(self.block)
 
 
 class TurnView(Vertical):
@@ -88,6 +107,10 @@ class TurnView(Vertical):
         self._cards: dict[str, ToolCard] = {}
         self._finished = False
         self._header_signature: tuple[object, ...] = ()
+        self._rate_shown: float | None = None  # tokens/s in the header as last drawn
+        self._rate_at = 0.0
+        self._cut: CutAttemptView | None = None
+        self._cut_shown = ""
         # Events can reach the view before it is mounted (a fast model emits a whole
         # turn at once); until on_mount draws the block as it is then, they wait.
         self._ready = False
@@ -109,6 +132,11 @@ class TurnView(Vertical):
         block = self.block
         # Streamed deltas only touch the text: leave the header and classes alone
         # then (a restyle or repaint per delta is what a fast stream cannot afford).
+        rate = block.tokens_per_second
+        if rate != self._rate_shown:
+            now = time.monotonic()
+            if block.speed.settled or now - self._rate_at >= SPEED_REFRESH_SECONDS:
+                self._rate_shown, self._rate_at = rate, now
         signature = (
             block.status,
             block.retries,
@@ -117,7 +145,11 @@ class TurnView(Vertical):
             block.cost,
             bool(block.text),
             len(block.tools),
+            block.ttft_seconds,
+            self._rate_shown,
         )
+        if block.cut_text is not self._cut_shown:
+            self._sync_cut()
         if signature != self._header_signature:
             self._header_signature = signature
             self.header.refresh()
@@ -134,6 +166,18 @@ class TurnView(Vertical):
         if block.finished and not self._finished:
             self._finished = True
             self._finish()
+
+    def _sync_cut(self) -> None:
+        self._cut_shown = self.block.cut_text
+        if not self._cut_shown:
+            if self._cut is not None:
+                self._cut.remove()
+                self._cut = None
+        elif self._cut is None:
+            self._cut = CutAttemptView(self.block)
+            self.mount(self._cut, after=self.header)
+        else:
+            self._cut.refresh(layout=True)
 
     def add_tool(self, tool: ToolCallBlock) -> None:
         if not self._ready or tool.tool_call_id in self._cards:
