@@ -106,6 +106,14 @@ class EventIndex:
                 slots.append(None)
         return slots
 
+    def last_before(self, etype: str, position: int) -> Event | None:
+        """The last event of type ``etype`` before ``position``, parsed (or None)."""
+        for i in range(min(position, len(self.types)) - 1, -1, -1):
+            if self.types[i] == etype:
+                found = self.read(i, i + 1)
+                return found[0] if found else None
+        return None
+
     def turn_of(self, position: int) -> int:
         """How many turns have started before ``position`` (0-based count)."""
         return bisect_left(self.turn_starts, position)

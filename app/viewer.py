@@ -170,6 +170,7 @@ class ReplayScreen(ViewerScreen):
         start = self.index.turn_starts[first_turn] if turns_before > WINDOW_TURNS else 0
         transcript = Transcript()
         transcript.turns = first_turn  # keep turn numbers true to the whole log
+        _seed_usage(transcript, self.index, start)
         self.timeline.reset(transcript)
         if start > 0:
             self.timeline.mark(f"… {first_turn} earlier turns not loaded (press g to start over)")
@@ -270,6 +271,7 @@ class WatchScreen(ViewerScreen):
         start = index.turn_starts[turns - WINDOW_TURNS] if turns > WINDOW_TURNS else 0
         transcript = Transcript()
         transcript.turns = max(0, turns - WINDOW_TURNS)
+        _seed_usage(transcript, index, start)
         self.timeline.reset(transcript)
         self.timeline.load(index.read(start, len(index)))
         self.follower.skip_to(index.size)
@@ -302,3 +304,12 @@ class WatchScreen(ViewerScreen):
             text.append("   (a line is being written)", style="dim italic")
         self.bar.update(text)
         self.refresh_status(busy=busy)
+
+
+def _seed_usage(transcript: Transcript, index: EventIndex, start: int) -> None:
+    """A window that starts mid-log: the usage recorded before it still counts (and
+    the window's first turn gets only its own)."""
+    if start > 0:
+        checkpoint = index.last_before("session.usage_checkpoint", start)
+        if checkpoint is not None:
+            transcript.apply(checkpoint)

@@ -161,7 +161,7 @@ class ScriptedModel:
             return
         chunks = _CHUNK.findall(turn.text)
         pause = turn.delay_ms / 1000 / max(len(chunks), 1)
-        if turn.error is not None:
+        if turn.error is not None and not chunks:
             if pause:
                 await asyncio.sleep(turn.delay_ms / 1000)
             raise ProviderError(turn.error.type, turn.error.message)
@@ -173,6 +173,8 @@ class ScriptedModel:
                 wait = start + i * pause - time.monotonic()
                 await asyncio.sleep(max(wait, 0.0))
             yield TextDelta(chunk)
+        if turn.error is not None:  # a stream dropped after its text
+            raise ProviderError(turn.error.type, turn.error.message)
         if not chunks and pause:
             await asyncio.sleep(pause)
         calls = [
