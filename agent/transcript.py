@@ -682,6 +682,8 @@ class Transcript:
         turn = self._open_turn or (self._recent_turn if recent else None)
         self._open_turn = None
         if turn is not None and turn.status in ("running", "done"):
+            if not turn.speed.settled:
+                turn.speed.attempt(None)  # the reply never came: nothing was measured
             turn.status = turn_status
             if turn.ended_at is None:
                 turn.ended_at = ts
@@ -702,6 +704,7 @@ class Transcript:
             self._cut(turn, turn.retries + 1, cap_cut(turn._text.live))
         turn.retries += 1
         turn.retry_reason = reason
+        turn.speed.attempt(None)
         if turn._text.discard_live():
             turn.text = turn._text.text
         if turn._reasoning.discard_live():
@@ -710,6 +713,7 @@ class Transcript:
 
     def _cut(self, turn: TurnBlock, attempt: int, text: str) -> None:
         turn.cut_text, turn.cut_attempt = text, attempt
+        turn.speed.attempt(None)  # a speed is shown for a reply that arrived, not a cut one
         if turn._text.discard_live():
             turn.text = turn._text.text
 

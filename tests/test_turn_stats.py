@@ -258,6 +258,7 @@ async def test_a_cut_attempt_that_nothing_replaced_stays_in_replay_and_export(
             4,  # the first try and three retries
             "",
         )
+        assert turn.ttft_seconds is None  # no reply arrived: no speed to show
     md = to_markdown(replayed)
     assert "> *attempt 4, cut:* ~~Half an ans~~" in md
     assert "<i>attempt 4, cut:</i> <del>Half an ans</del>" in to_html(replayed)

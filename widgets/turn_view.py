@@ -152,7 +152,8 @@ class TurnView(Vertical):
             self._sync_cut()
         if signature != self._header_signature:
             self._header_signature = signature
-            self.header.refresh()
+            # Layout too: a longer header (usage, speed) may wrap onto another line.
+            self.header.refresh(layout=True)
             self.set_class(block.status == "running", "-running")
             self.set_class(block.status in ("aborted", "error"), "-failed")
         text = block.text
