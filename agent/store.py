@@ -361,6 +361,8 @@ class SessionStore:
 
 def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSummary:
     open_turn = False
+    checkpointed = False
+    message_tokens = 0  # what a log without usage checkpoints says (as replay shows it)
     for event in events:
         match event.data:
             case SessionStartData(start_time=started, context=ctx, selected_model=model):
@@ -389,9 +391,12 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 summary.outcome = "aborted"
             case SessionAutopilotStoppedData():
                 summary.outcome = "stopped"
-            case AssistantMessageData(tool_requests=requests) if not requests:
-                summary.outcome = "completed"
+            case AssistantMessageData(tool_requests=requests, output_tokens=out):
+                message_tokens += out or 0
+                if not requests:
+                    summary.outcome = "completed"
             case SessionUsageCheckpointData() as checkpoint:
+                checkpointed = True
                 totals = totals_of(checkpoint)  # cumulative: the latest one is the session's
                 summary.input_tokens, summary.output_tokens = (
                     totals.input_tokens,
@@ -404,6 +409,8 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
             summary.updated = event.timestamp
     if open_turn:
         summary.outcome = "in progress"
+    if not checkpointed:
+        summary.output_tokens = message_tokens
     return summary
 
 

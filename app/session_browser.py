@@ -75,8 +75,7 @@ class SessionBrowser(Screen[None]):
             "tools",
             "outcome",
             "took",
-            "in",
-            "out",
+            "tokens",
             "cost",
             "first prompt",
         )
@@ -98,7 +97,8 @@ class SessionBrowser(Screen[None]):
                 str(s.tool_calls),
                 s.outcome,
                 duration(s.duration),
-                *usage_cells(s),
+                "{}/{}".format(*usage_cells(s)[:2]),  # in/out: the table is narrow
+                usage_cells(s)[2],
                 one_line(s.first_prompt, 60),
                 key=s.id,
             )
