@@ -262,3 +262,26 @@ async def test_a_cut_attempt_that_nothing_replaced_stays_in_replay_and_export(
     md = to_markdown(replayed)
     assert "> *attempt 4, cut:* ~~Half an ans~~" in md
     assert "<i>attempt 4, cut:</i> <del>Half an ans</del>" in to_html(replayed)
+
+
+async def test_replay_and_watch_of_a_long_log_count_the_turns_they_do_not_load(
+    tmp_path: Path, loopdeck_home: Path
+) -> None:
+    from app.viewer import WINDOW_TURNS, ReplayScreen, ViewerApp, WatchScreen
+
+    count = WINDOW_TURNS + 5
+    turns = [
+        {"text": f"Step {i}.", "tool_calls": [VIEW], "usage": {"prompt_tokens": 10}}
+        for i in range(count - 1)
+    ]
+    turns.append({"text": "Done.", "usage": {"prompt_tokens": 10, "completion_tokens": 3}})
+    session, live, store = await recorded(turns, tmp_path, loopdeck_home, "go")
+    path = store.events_path(session.id)
+    assert totals(live) == (10 * count, 3, 0.0)
+    for screen in (ReplayScreen(path, speed=0.0), WatchScreen(path)):
+        async with ViewerApp(screen).run_test(size=(100, 34)) as pilot:
+            await pilot.pause()
+            shown = screen.timeline.transcript
+            assert len(turns_of(shown)) == WINDOW_TURNS  # only the tail is loaded...
+            assert totals(shown) == totals(live)  # ...but the usage counts the whole log
+            assert usage_of(shown) == usage_of(live)[-WINDOW_TURNS:]
