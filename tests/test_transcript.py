@@ -751,7 +751,9 @@ def test_replay_without_ephemeral_events_gives_the_same_blocks_as_live() -> None
     assert (replayed.session_id, replayed.mode) == ("sess-1", "interactive")
     assert replayed.final_text() == live.final_text() == "All set."
     assert live.busy is False and replayed.busy is False
-    # Usage (input tokens, cost) is ephemeral: known live only.
+    # assistant.usage is ephemeral: without the session.usage_checkpoint a session
+    # writes after it (this hand-built stream has none), input tokens and cost are
+    # known live only. tests/test_turn_stats.py replays a session's real log.
     assert (live.input_tokens, replayed.input_tokens) == (400, 0)
 
 

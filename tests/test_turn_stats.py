@@ -285,3 +285,41 @@ async def test_replay_and_watch_of_a_long_log_count_the_turns_they_do_not_load(
             assert len(turns_of(shown)) == WINDOW_TURNS  # only the tail is loaded...
             assert totals(shown) == totals(live)  # ...but the usage counts the whole log
             assert usage_of(shown) == usage_of(live)[-WINDOW_TURNS:]
+
+
+# --- odd input never breaks the fold -------------------------------------------------
+
+
+def test_foreign_or_malformed_notes_and_checkpoints_are_kept_or_ignored_not_fatal() -> None:
+    from agent.events import AssistantTurnStartData
+    from agent.transcript import RawBlock
+
+    def ev(data: Any) -> Event:
+        return Event.new(data, None)
+
+    t = Transcript()
+    t.apply(ev(AssistantTurnStartData(turn_id="0")))
+    foreign = SessionCustomNotificationData(source="someone", name="x", payload={"a": 1})
+    t.apply(ev(foreign))
+    bad = SessionCustomNotificationData(source="loopdeck", name="attempt_cut", payload=[1])
+    t.apply(ev(bad))
+    assert [(b.type, b.data.get("source")) for b in t.items if isinstance(b, RawBlock)] == [
+        ("session.custom_notification", "someone"),
+        ("session.custom_notification", "loopdeck"),
+    ]
+    junk = SessionUsageCheckpointData(
+        provider_model_metrics=[{"modelId": 3, "metrics": "no"}, {"metrics": {"usage": {}}}]
+    )
+    t.apply(ev(junk))
+    assert totals(t) == (0, 0, 0.0)
+    good = SessionUsageCheckpointData(
+        provider_model_metrics=[
+            {"modelId": "m", "metrics": {"usage": {"inputTokens": 5}, "requests": {"cost": 1}}}
+        ]
+    )
+    t.apply(ev(good))
+    assert totals(t) == (5, 0, 1.0) and usage_of(t) == [(5, 0, 1.0)]
+    # A smaller total (another writer's series) starts over instead of going negative.
+    t.apply(ev(SessionUsageCheckpointData(provider_model_metrics=[])))
+    t.apply(ev(good))
+    assert totals(t) == (10, 0, 2.0)
