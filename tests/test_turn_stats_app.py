@@ -112,3 +112,28 @@ def test_snapshot_turn_speed_and_usage(snap_compare: SnapCompare, workspace: Pat
     }
     app = make_app(workspace, [reply], prompt="Summarize shop/pricing.py.")
     assert snap_compare(app, terminal_size=TERMINAL, run_before=settle(expect_turns=1))
+
+
+async def test_the_status_bar_of_a_resumed_session_counts_the_whole_session(
+    workspace: Path, loopdeck_home: Path
+) -> None:
+    from agent.session import Session
+    from agent.store import SessionStore
+    from tests.scripting import scripted
+
+    usage = [{"prompt_tokens": 1000, "completion_tokens": 5, "cost": 0.001}]
+    usage.append({"prompt_tokens": 1200, "completion_tokens": 7, "cost": 0.002})
+    turns: list[dict[str, Any]] = [{"text": f"Reply {i}.", "usage": u} for i, u in enumerate(usage)]
+    store = SessionStore(loopdeck_home)
+    first = await Session.create(model=scripted(turns), cwd=workspace, store=store)
+    await first.send_and_wait("one")
+    await first.close()
+
+    async def reopen() -> Session:
+        return await Session.resume(store=store, session_id=first.id, model=scripted(turns))
+
+    app = LoopdeckApp(reopen, initial_prompt="two")
+    async with app.run_test(size=TERMINAL) as pilot:
+        await settle(expect_turns=2)(pilot)
+        status = app.status.render().plain
+        assert "2.2k in · 12 out" in status and "$0.0030" in status
