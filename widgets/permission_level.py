@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,7 +21,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 import widgets.permission_prompt as permission_prompt
-from agent.permission_level import OPTIONS, QUESTION, Level
+from agent.permission_level import OPTIONS, QUESTION, Level, LevelOption
 
 _KIND_WORDS = {"write": "file edits", "shell": "shell commands", "custom-tool": "app tools"}
 
@@ -48,15 +49,7 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
                 classes="dim",
             )
             yield OptionList(
-                *(
-                    Option(
-                        Text.assemble(
-                            (f"{number}  {o.title}", "bold"), "\n", (f"   {o.detail}", "dim")
-                        ),
-                        id=o.level,
-                    )
-                    for number, o in enumerate(OPTIONS, start=1)
-                ),
+                *(Option(_option(n, o), id=o.level) for n, o in enumerate(OPTIONS, start=1))
             )
             yield Static("1/2/3 or ↑↓ Enter choose · Esc cancel (stay interactive)", classes="dim")
 
@@ -81,3 +74,13 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def _option(number: int, option: LevelOption) -> Table:
+    # A grid, so that a wrapped detail line stays under its title.
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=2)
+    grid.add_column(ratio=1)
+    grid.add_row(Text(str(number), style="bold"), Text(option.title, style="bold"))
+    grid.add_row("", Text(option.detail, style="dim"))
+    return grid
