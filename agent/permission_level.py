@@ -122,7 +122,8 @@ class PermissionLevelChoice:
     def __init__(self, host: LevelHost) -> None:
         self.host = host
         self.level: Level | None = None
-        self.pending: str | None = None  # the request id of a question not yet answered
+        self.pending: str | None = None  # the question on screen now, not yet answered
+        self._questions: set[str] = set()  # request ids of this question, in the log
         self._enabled = False
 
     def enable(self) -> None:
@@ -142,6 +143,7 @@ class PermissionLevelChoice:
     def ask(self) -> str:
         """Record the question; answer it with :meth:`answer`."""
         request_id = str(uuid.uuid4())
+        # Set here, not by the fold: a question left open in a resumed log waits for nobody.
         self.pending = request_id
         self.host.emit(
             ElicitationRequestedData(
@@ -167,11 +169,13 @@ class PermissionLevelChoice:
         match event.data:
             case ElicitationRequestedData(elicitation_source=source, request_id=rid):
                 if source == SOURCE:
-                    self.pending = rid
+                    self._questions.add(rid)
             case ElicitationCompletedData(request_id=rid) as data:
-                if rid != self.pending:
-                    return
-                self.pending = None
+                if rid not in self._questions:
+                    return  # another question's answer
+                self._questions.discard(rid)
+                if rid == self.pending:
+                    self.pending = None
                 level = level_of(data)
                 if level is not None:
                     self.level = level

@@ -339,6 +339,36 @@ async def test_a_resumed_session_restores_the_level(workspace: Path, tmp_path: P
         assert not recorder.of("elicitation.requested")
 
 
+async def test_a_question_left_open_in_the_log_is_asked_again(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The app quit while asking: the resumed session asks afresh, not never."""
+    store = SessionStore(tmp_path / "home")
+    first = await Session.create(
+        model=scripted([{"text": "Hello."}]), cwd=workspace, mode="interactive", store=store
+    )
+    await first.send_and_wait("hi")
+    first.permission_level.ask()  # and nobody answered
+    await first.close()
+
+    async def opener() -> Session:
+        return await Session.resume(store=store, session_id=first.id, model=scripted([]))
+
+    app = LoopdeckApp(opener, nudge_cap=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.session is not None, "the session to open")
+        await pilot.press("shift+tab")
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.armed,
+            "the level dialog",
+        )
+        await pilot.press("1")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PermissionLevelScreen), "close")
+        assert app.session is not None and app.session.mode == "autopilot"
+        assert app.session.permission_level.level == "allow-all"
+
+
 async def test_the_level_is_in_the_log_and_parses_with_the_official_parser(
     workspace: Path, tmp_path: Path
 ) -> None:
