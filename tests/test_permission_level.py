@@ -139,6 +139,34 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+# --- what counts as "the rules would deny" ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("allow", "deny", "allow_all", "denied"),
+    [
+        ([], [], False, ["write", "shell"]),
+        (["shell(git:*)"], [], False, ["write", "shell"]),  # other commands would be denied
+        (["write"], [], False, ["shell"]),
+        (["write", "shell"], [], False, []),
+        (["write"], ["shell"], False, []),  # denied by the user's own rule: nothing to ask
+        ([], [], True, []),
+    ],
+)
+def test_denied_kinds_follow_the_rules(
+    allow: list[str], deny: list[str], allow_all: bool, denied: list[str]
+) -> None:
+    from agent.permission_gate import PermissionGate
+    from agent.permission_level import denied_kinds
+    from agent.tools.registry import default_tools
+
+    class FakeHost:
+        mode: Mode = "autopilot"
+
+    gate = PermissionGate(FakeHost(), PermissionPolicy.from_flags(allow, deny, allow_all))  # type: ignore[arg-type]
+    assert denied_kinds(gate, default_tools(autopilot=True)) == denied
+
+
 # --- Shift+Tab: choose each level, then an edit and a command ----------------------------
 
 
