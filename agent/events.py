@@ -322,6 +322,29 @@ class PermissionCompletedData(EventData):
     tool_call_id: str | None = None
 
 
+# --- questions put to the user --------------------------------------------------
+
+
+class ElicitationRequestedData(EventData):
+    """A question with fixed answers (a JSON-Schema form), asked of the user."""
+
+    TYPE = "elicitation.requested"
+    request_id: str
+    message: str
+    mode: Literal["form"] = "form"
+    elicitation_source: str | None = None
+    requested_schema: dict[str, Any] | None = None
+
+
+class ElicitationCompletedData(EventData):
+    """The user's answer: ``accept`` with ``content``, or ``cancel`` (dismissed)."""
+
+    TYPE = "elicitation.completed"
+    request_id: str
+    action: Literal["accept", "decline", "cancel"] | None = None
+    content: dict[str, Any] | None = None
+
+
 # --- tools defined by an SDK client --------------------------------------------
 
 
@@ -388,6 +411,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         ToolExecutionCompleteData,
         PermissionRequestedData,
         PermissionCompletedData,
+        ElicitationRequestedData,
+        ElicitationCompletedData,
         ExternalToolRequestedData,
         ExternalToolCompletedData,
     )

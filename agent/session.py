@@ -50,6 +50,7 @@ from agent.hooks import LoopHooks
 from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
 from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
+from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
 from agent.prompt import build_system_prompt, git_branch
 from agent.store import SessionStore, SessionWriter, read_events
@@ -117,6 +118,8 @@ class Session:
         self._registries: dict[Mode, ToolRegistry] = {}
         self._registry_factory = registry_factory or _default_registry
         self.permissions = PermissionGate(self, policy)
+        # Autopilot's permission level, asked once by the app (see agent.permission_level).
+        self.permission_level = PermissionLevelChoice(self)
         # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
         self.hooks = LoopHooks()
         # Events from before anyone could subscribe (a resumed log, resume notices),
@@ -264,6 +267,7 @@ class Session:
 
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
+        self.permission_level.fold(event)
         match event.data:
             case AssistantTurnStartData(turn_id=turn_id):
                 self._model_calls += 1
@@ -345,9 +349,12 @@ class Session:
         return self._runner is not None and not self._runner.done()
 
     def tools(self) -> ToolRegistry:
-        registry = self._registries.get(self._mode)
+        return self.tools_for(self._mode)
+
+    def tools_for(self, mode: Mode) -> ToolRegistry:
+        registry = self._registries.get(mode)
         if registry is None:
-            registry = self._registries[self._mode] = self._registry_factory(self._mode)
+            registry = self._registries[mode] = self._registry_factory(mode)
         return registry
 
     def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:

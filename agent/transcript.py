@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
+from agent import permission_level
 from agent.events import (
     AbortData,
     AssistantMessageData,
@@ -38,6 +39,8 @@ from agent.events import (
     AssistantTurnRetryData,
     AssistantTurnStartData,
     AssistantUsageData,
+    ElicitationCompletedData,
+    ElicitationRequestedData,
     Event,
     EventData,
     ExternalToolCompletedData,
@@ -433,6 +436,7 @@ class Transcript:
         self.task_summary: str | None = None
         self.aborted: bool = False
         self.autopilot_stopped: bool = False  # autopilot gave up (cap) without task_complete
+        self.permission_level: permission_level.Level | None = None  # autopilot's, once chosen
         self.last_error: ErrorBlock | None = None
         # indexes: everything an event can touch is found without a scan
         self._next_block_id = 0
@@ -448,6 +452,7 @@ class Transcript:
         self._open_tools: dict[str, ToolCallBlock] = {}
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
         self._compaction: NoticeBlock | None = None
+        self._level_questions: set[str] = set()  # request ids of the permission-level question
 
     # --- public API -----------------------------------------------------------------
 
@@ -499,6 +504,10 @@ class Transcript:
                 changes = self._permission_requested(d, ts)
             case PermissionCompletedData() as d:
                 changes = self._permission_completed(d, ts)
+            case ElicitationRequestedData() as d:
+                changes = self._elicitation_requested(event, d, ts)
+            case ElicitationCompletedData() as d:
+                changes = self._elicitation_completed(event, d, ts)
             case ExternalToolRequestedData() | ExternalToolCompletedData():
                 changes = []  # an app's tool: its card comes from tool.execution_*
             case SessionIdleData() as d:
@@ -597,6 +606,27 @@ class Transcript:
     def _add(self, block: Block) -> Change:
         self.items.append(block)
         return Change("added", block)
+
+    def _elicitation_requested(
+        self, event: Event, d: ElicitationRequestedData, ts: datetime | None
+    ) -> list[Change]:
+        if d.elicitation_source != permission_level.SOURCE:
+            return [self._raw(event.type, d, ts)]
+        self._level_questions.add(d.request_id)
+        return []  # the app asks in a dialog; the answer gets the timeline line
+
+    def _elicitation_completed(
+        self, event: Event, d: ElicitationCompletedData, ts: datetime | None
+    ) -> list[Change]:
+        if d.request_id not in self._level_questions:
+            return [self._raw(event.type, d, ts)]
+        self._level_questions.discard(d.request_id)
+        level = permission_level.level_of(d)
+        if level is not None:
+            self.permission_level = level
+        message = permission_level.notice(level)
+        notice = NoticeBlock(self._new_id(), "permission", message, subtype="level", timestamp=ts)
+        return [self._add(notice)]
 
     def _raw(self, etype: str, data: EventData, ts: datetime | None) -> Change:
         return self._add(RawBlock(self._new_id(), etype, data.wire(), ts))

@@ -16,10 +16,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from agent.events import Event, SessionIdleData
+from agent.events import Event, Mode, SessionIdleData
+from agent.permission_level import Level
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.store import SessionStore
 from app.app_setup import set_up
+from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
@@ -41,6 +43,7 @@ STATUS_EVENTS = frozenset(
         "assistant.usage",
         "session.mode_changed",
         "session.model_change",
+        "elicitation.completed",
     }
 )
 
@@ -126,6 +129,7 @@ class LoopdeckApp(App[int]):
         if self.status.nudge_cap is None:  # no cap given: the session's default
             self.status.nudge_cap = self.timeline.nudge_cap = session.max_autopilot_continues
         session.permissions.asker = self._ask_permission
+        session.permission_level.enable()  # here somebody can choose it
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
             self.timeline.mount(Static(_welcome(session), classes="welcome"))
@@ -133,10 +137,27 @@ class LoopdeckApp(App[int]):
         session.subscribe(self._on_event)
         self.status.note = ""
         self._refresh_status()
-        if self._initial_prompt:
-            self._send(self._initial_prompt)
-        early, self._sent_before_open = self._sent_before_open, []
-        for text in early:
+        if session.mode == "autopilot":  # the demo, --autopilot, a resumed autopilot session
+            self._before_autopilot(self._send_opening)
+        else:
+            self._send_opening(True)
+
+    def _send_opening(self, send: bool) -> None:
+        """Send the prompt given on the command line and what was typed while opening.
+
+        Without ``send`` (autopilot was cancelled at the start) they wait in the prompt.
+        """
+        texts = [self._initial_prompt] if self._initial_prompt else []
+        texts += self._sent_before_open
+        self._sent_before_open = []
+        if not send:
+            assert self.session is not None
+            self.session.set_mode("interactive")
+            self._refresh_status()
+            if texts and not self.prompt.text:
+                self.prompt.text = "\n\n".join(texts)
+            return
+        for text in texts:
             self._send(text)
 
     # --- session -> widgets ------------------------------------------------------
@@ -215,10 +236,37 @@ class LoopdeckApp(App[int]):
             self.session.abort()
 
     def action_toggle_mode(self) -> None:
-        if self.session is None:
+        session = self.session
+        if session is None or session.permission_level.pending is not None:
             return
-        self.session.set_mode("interactive" if self.session.mode == "autopilot" else "autopilot")
-        self._refresh_status()
+        if session.mode == "autopilot":
+            self._set_mode("interactive")
+        else:
+            self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+
+    def _set_mode(self, mode: Mode) -> None:
+        if self.session is not None:
+            self.session.set_mode(mode)
+            self._refresh_status()
+
+    def _before_autopilot(self, then: Callable[[bool], None]) -> None:
+        """Ask once for autopilot's permission level if the rules would deny; ``then``
+        gets whether to go on (False: the user cancelled)."""
+        assert self.session is not None
+        choice = self.session.permission_level
+        denied = choice.denied()
+        if not denied:
+            then(True)
+            return
+        request = choice.ask()
+
+        def answered(level: Level | None) -> None:
+            choice.answer(request, level)
+            then(level is not None)
+            self._refresh_status()
+            self.prompt.focus()
+
+        self.push_screen(PermissionLevelScreen(denied), answered)
 
     def action_sessions(self) -> None:
         from app.session_browser import SessionBrowser

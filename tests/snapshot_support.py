@@ -211,3 +211,23 @@ def _animating(app: LoopdeckApp) -> bool:
         for turn in app.query(TurnView)
     )
     return spinning or streaming
+
+
+def choose_level(
+    key: str, then: Callable[[Pilot[Any]], Awaitable[None]] | None = None
+) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """A ``run_before`` that answers the permission level asked before autopilot with
+    ``key`` (1 all tools, 2 edits only, 3 my rules), then runs ``then``."""
+    from widgets.permission_level import PermissionLevelScreen
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.armed
+        )
+        await pilot.press(key)
+        await wait_for(pilot, lambda: not isinstance(app.screen, PermissionLevelScreen))
+        if then is not None:
+            await then(pilot)
+
+    return run_before

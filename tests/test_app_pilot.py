@@ -36,6 +36,7 @@ from widgets.message_blocks import (
     TaskCompleteView,
     UserMessageView,
 )
+from widgets.permission_level import PermissionLevelScreen
 from widgets.tool_card import ToolCard
 from widgets.turn_view import TurnHeader, TurnView
 
@@ -113,6 +114,18 @@ async def wait_for(pilot: Pilot[Any], check: Callable[[], bool], what: str) -> N
 
 async def started(pilot: Pilot[Any], h: Harness) -> None:
     await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
+
+
+async def keep_my_rules(pilot: Pilot[Any], h: Harness) -> None:
+    """Answer the permission level asked before autopilot with 3, keep my rules."""
+    await wait_for(
+        pilot,
+        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.armed,
+        "the permission level dialog",
+    )
+    await pilot.press("3")
+    await wait_for(pilot, lambda: not isinstance(h.app.screen, PermissionLevelScreen), "close")
+    await pilot.pause()
 
 
 async def wait_idle(pilot: Pilot[Any], h: Harness, idles: int = 1) -> None:
@@ -348,13 +361,20 @@ async def test_shift_tab_toggles_autopilot(workspace: Path) -> None:
         assert "interactive" in text_of(h.app.status)
 
         await pilot.press("shift+tab")
-        await pilot.pause()
+        await keep_my_rules(pilot, h)  # asked once: the rules would deny edits and shell
         assert h.session.mode == "autopilot"
         notices = texts(h.app, NoticeView)
-        assert notices == ["• mode: interactive → autopilot"]
-        assert [e.type for e in h.recorder.events] == ["session.mode_changed"]
+        assert notices == [
+            "• autopilot permissions: keep my rules",
+            "• mode: interactive → autopilot",
+        ]
+        assert [e.type for e in h.recorder.events] == [
+            "elicitation.requested",
+            "elicitation.completed",
+            "session.mode_changed",
+        ]
         status = text_of(h.app.status)
-        assert "autopilot" in status and "0/5 nudges" in status
+        assert "autopilot" in status and "0/5 nudges · my rules" in status
         assert "-autopilot" in h.app.status.classes
         assert h.app.prompt.text == ""  # the key did not reach the prompt
 
@@ -387,6 +407,7 @@ async def test_autopilot_nudges_then_task_complete(workspace: Path) -> None:
         nudge_cap=5,
     )
     async with h.app.run_test(size=SIZE) as pilot:
+        await keep_my_rules(pilot, h)  # asked before the first autopilot run
         await started(pilot, h)
         await send(pilot, h, "rename main")
         await wait_idle(pilot, h)

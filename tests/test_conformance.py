@@ -10,6 +10,7 @@ import pytest
 
 from agent.events import (
     DATA_TYPES,
+    ElicitationCompletedData,
     Event,
     PermissionCompletedData,
     PermissionRequestedData,
@@ -131,6 +132,7 @@ async def test_every_emitted_event_parses_with_the_official_sdk(
             },
         ),
         PermissionCompletedData(request_id="r1", result={"kind": "approved"}),
+        ElicitationCompletedData(request_id="q1", action="cancel"),
     ],
 )
 def test_types_not_reached_by_the_scripted_session_conform_too(data: Any) -> None:
@@ -153,3 +155,20 @@ def test_round_trip_keeps_unknown_fields_of_copilot_events() -> None:
     event = event_from_dict(obj)
     assert event.known
     assert event.wire()["data"]["phase"] == "final"
+
+
+async def test_the_permission_level_question_and_answer_conform(tmp_path: Path) -> None:
+    """Asked once before autopilot: both events, as written to disk, parse officially."""
+    store = SessionStore(tmp_path / "home")
+    session, _ = await new_session(scripted([{"text": "ok"}]), tmp_path, store=store)
+    choice = session.permission_level
+    choice.answer(choice.ask(), None)  # Esc
+    choice.answer(choice.ask(), "edits")
+    await session.send_and_wait("hi")  # a session without a prompt is not kept
+    await session.close()
+    lines = store.events_path(session.id).read_text("utf-8").splitlines()
+    wires = [json.loads(line) for line in lines]
+    types = [w["type"] for w in wires]
+    assert types.count("elicitation.requested") == 2 and types.count("elicitation.completed") == 2
+    for wire in wires:
+        assert_parses_as_itself(wire)

@@ -3,8 +3,9 @@
 Interactive: an ``edit`` or ``bash`` call shows the inline prompt with exactly what
 will change or run; ``y`` runs it once, ``a`` approves it for the session, ``n``
 denies it and sends the user's feedback to the model. Keys typed in the moment the
-prompt appears do not answer it. Autopilot never asks: without a rule the call is
-denied and the loop goes on; with ``allow_all`` it runs.
+prompt appears do not answer it. Autopilot never asks about a call: once the user
+kept their rules (the level asked before autopilot, tests/test_permission_level.py),
+a call without a rule is denied and the loop goes on; with ``allow_all`` it runs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from app.app import LoopdeckApp
 from tests.scripting import FakeRecorder, scripted
 from tests.test_app_pilot import text_of
 from widgets.message_blocks import TaskCompleteView
+from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.tool_card import ToolCard
 
@@ -122,6 +124,18 @@ async def start(pilot: Pilot[Any], h: Harness, text: str) -> None:
     h.count_asks()
     h.app.prompt.text = text
     await pilot.press("enter")
+
+
+async def keep_my_rules(pilot: Pilot[Any], h: Harness) -> None:
+    """Answer the level asked before autopilot with 3, keep my rules."""
+    await wait_for(
+        pilot,
+        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.armed,
+        "the permission level dialog",
+    )
+    await pilot.press("3")
+    await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
+    await wait_for(pilot, lambda: h.session.permission_level.level == "rules", "the level")
 
 
 async def prompt_shown(pilot: Pilot[Any], h: Harness) -> PermissionPromptView:
@@ -436,6 +450,7 @@ async def test_autopilot_denies_without_asking_and_goes_on(workspace: Path) -> N
         mode="autopilot",
     )
     async with h.app.run_test(size=SIZE) as pilot:
+        await keep_my_rules(pilot, h)
         await start(pilot, h, "build it")
         await wait_idle(pilot, h)
 

@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from tests.snapshot_support import TERMINAL, make_app, make_workspace, pin_determinism, settle
+from tests.snapshot_support import (
+    TERMINAL,
+    choose_level,
+    make_app,
+    make_workspace,
+    pin_determinism,
+    settle,
+)
 
 SnapCompare = Callable[..., bool]
 
@@ -128,7 +135,9 @@ def test_autopilot_nudges_then_complete(snap_compare: SnapCompare, workspace: Pa
         mode="autopilot",
         nudge_cap=5,
     )
-    assert snap_compare(app, terminal_size=(100, 46), run_before=settle(expect_turns=5))
+    # Asked first (the rules would deny edits and shell): keep my rules.
+    run_before = choose_level("3", settle(expect_turns=5))
+    assert snap_compare(app, terminal_size=(100, 46), run_before=run_before)
 
 
 def test_rate_limit_error_after_retries(snap_compare: SnapCompare, workspace: Path) -> None:

@@ -22,12 +22,14 @@ import widgets.tool_card as tool_card
 from app.app import LoopdeckApp
 from tests.snapshot_support import (
     TERMINAL,
+    choose_level,
     make_app,
     make_workspace,
     pin_determinism,
     settle,
     wait_for,
 )
+from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.turn_view import TurnView
 
@@ -173,4 +175,40 @@ def test_autopilot_denies_a_command(snap_compare: SnapCompare, workspace: Path) 
     app = make_app(
         workspace, turns, prompt="Run the tests and tell me what fails.", mode="autopilot"
     )
-    assert snap_compare(app, terminal_size=TERMINAL, run_before=settle(expect_turns=2))
+    # Asked first (the rules would deny edits and shell): keep my rules.
+    run_before = choose_level("3", settle(expect_turns=2))
+    assert snap_compare(app, terminal_size=TERMINAL, run_before=run_before)
+
+
+NARROW = (80, 24)
+
+
+def test_autopilot_asks_for_the_permission_level(
+    snap_compare: SnapCompare, workspace: Path
+) -> None:
+    """Starting in autopilot with rules that deny edits and shell: the choice, at 80x24."""
+    app = make_app(
+        workspace, [], prompt="Make Cart.add reject a quantity of zero or less.", mode="autopilot"
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app.prompt.cursor_blink = False
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.armed
+        )
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
+
+
+def test_the_status_bar_shows_the_chosen_level(snap_compare: SnapCompare, workspace: Path) -> None:
+    """Shift+Tab, 2: autopilot with edits allowed, said in the timeline and the status bar."""
+    app = make_app(workspace, [])
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle()(pilot)
+        await pilot.press("shift+tab")
+        await choose_level("2")(pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)

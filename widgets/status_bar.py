@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from agent.permission_level import option
 from agent.transcript import Transcript
 from widgets.format import cost, tokens
 
@@ -50,6 +51,8 @@ class StatusBar(Static):
         if self.mode == "autopilot" and self.nudge_cap is not None:
             used = t.nudges_used if t else 0
             mode.append(f" {used}/{self.nudge_cap} nudges", style="")
+        if t and t.permission_level:  # chosen before autopilot, for the whole session
+            mode.append(f" · {option(t.permission_level).short}", style="")
         # The state leads: a line too long for the terminal is cut at its end, and
         # "working"/"idle" is what must stay visible.
         state = ("● working", "bold") if self.busy else ("○ idle", "")

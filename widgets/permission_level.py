@@ -1,0 +1,86 @@
+"""The question asked once before autopilot: what may it do in this session?
+
+A modal list of the levels (agent.permission_level): 1 / 2 / 3 or the arrows and
+Enter choose, Esc cancels the switch. It dismisses with the level, or None. Like the
+permission prompt it takes no choice for a moment after it is drawn: an Enter meant
+for the prompt must not allow every tool.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+import widgets.permission_prompt as permission_prompt
+from agent.permission_level import OPTIONS, QUESTION, Level, LevelOption
+
+_KIND_WORDS = {"write": "file edits", "shell": "shell commands", "custom-tool": "app tools"}
+
+
+class PermissionLevelScreen(ModalScreen[Level | None]):
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        *(
+            Binding(str(number), f"choose({number - 1})", show=False)
+            for number in range(1, len(OPTIONS) + 1)
+        ),
+    ]
+
+    def __init__(self, denied: list[str]) -> None:
+        super().__init__(id="permission-level")
+        self.denied = denied  # the kinds of call the rules would deny in autopilot
+        self._shown_at = math.inf  # set once drawn: until then no choice counts
+
+    def compose(self) -> ComposeResult:
+        what = " and ".join(_KIND_WORDS.get(kind, kind) for kind in self.denied)
+        with Vertical(id="permission-level-dialog"):
+            yield Static(Text(QUESTION, style="bold"), classes="title")
+            yield Static(
+                f"Your rules would deny {what or 'some calls'}: autopilot cannot stop to ask.",
+                classes="dim",
+            )
+            yield OptionList(
+                *(Option(_option(n, o), id=o.level) for n, o in enumerate(OPTIONS, start=1))
+            )
+            yield Static("1/2/3 or ↑↓ Enter choose · Esc cancel (stay interactive)", classes="dim")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+        self.call_after_refresh(self._arm)
+
+    def _arm(self) -> None:
+        self._shown_at = time.monotonic()
+
+    @property
+    def armed(self) -> bool:
+        return time.monotonic() - self._shown_at >= permission_prompt.ARM_DELAY
+
+    def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
+        message.stop()
+        self.action_choose(message.option_index)
+
+    def action_choose(self, index: int) -> None:
+        if self.armed:  # else typed before the question appeared: not an answer
+            self.dismiss(OPTIONS[index].level)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _option(number: int, option: LevelOption) -> Table:
+    # A grid, so that a wrapped detail line stays under its title.
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=2)
+    grid.add_column(ratio=1)
+    grid.add_row(Text(str(number), style="bold"), Text(option.title, style="bold"))
+    grid.add_row("", Text(option.detail, style="dim"))
+    return grid
