@@ -719,7 +719,13 @@ async def test_stdio_wire_framing_errors_and_sdk_flags(tmp_path: Path) -> None:
 
 async def test_the_example_app_runs_against_loopdeck(tmp_path: Path) -> None:
     env = runtime_env(tmp_path / "home")
-    env["PATH"] = f"{Path(LOOPDECK).parent}{os.pathsep}{env.get('PATH', '')}"
+    # As when the venv is not activated: no `loopdeck` on PATH; the example finds the
+    # one installed beside the interpreter that runs it.
+    env["PATH"] = os.pathsep.join(
+        folder
+        for folder in env.get("PATH", "").split(os.pathsep)
+        if folder and not (Path(folder) / "loopdeck").exists()
+    )
     # The example's model comes from LOOPDECK_MODEL (default: the slower scripted demo).
     env["LOOPDECK_MODEL"] = script(
         tmp_path,
