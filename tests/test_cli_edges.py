@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -542,3 +545,54 @@ def test_quitting_the_app_prints_how_to_resume(
     else:
         sid = resumed_id(err, loopdeck_home)
         assert err == f"Resume this session with: loopdeck --resume {sid[:8]}\n"
+
+
+def test_the_real_app_in_a_terminal_prints_the_hint_after_restoring_it(
+    workspace: Path, tmp_path: Path, loopdeck_home: Path
+) -> None:
+    """In a pseudo-terminal the app opens (the terminal check passes), answers, and on
+    Ctrl+C twice leaves the alternate screen before it prints how to resume."""
+    pty = pytest.importorskip("pty")
+    import select
+
+    script = write_script(tmp_path / "s.json", [{"text": "Hello from the script."}])
+    argv = [sys.executable, "-m", "app.cli", "say hello", "--model", f"scripted:{script}"]
+    env = {**os.environ, "LOOPDECK_HOME": str(loopdeck_home), "COLUMNS": "100", "LINES": "30"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec at once, nothing of pytest runs here
+        os.chdir(workspace)
+        os.execve(sys.executable, argv, env)
+    seen = b""
+
+    def read_until(done: Callable[[bytes], bool], timeout: float) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while not done(seen) and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # the child closed the terminal
+                    return
+                if not chunk:
+                    return
+                seen += chunk
+
+    status: int | None = None
+    try:
+        read_until(lambda out: b"Hello from the script." in out, TIMEOUT)
+        assert b"Hello from the script." in seen, seen[-500:]
+        os.write(fd, b"\x03\x03")  # Ctrl+C twice: quit
+        read_until(lambda out: b"Resume this session with" in out and out.endswith(b"\n"), 30)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        if status is None:  # not reaped: something above failed
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        os.close(fd)
+    assert status is not None and os.waitstatus_to_exitcode(status) == 0
+    sid = resumed_id(seen.decode("utf-8", "replace"), loopdeck_home)
+    left_screen = seen.rindex(b"\x1b[?1049l")  # the alternate screen is left first
+    hint = seen.rindex(f"Resume this session with: loopdeck --resume {sid[:8]}".encode())
+    assert left_screen < hint
