@@ -9,6 +9,7 @@ transport start their own.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import json
@@ -802,4 +803,37 @@ async def test_system_message_appends_to_or_replaces_the_prompt(tmp_path: Path) 
     assert prompts["replace"] == "Answer in French."
     # Each create sent its session.start to the connection, framed.
     assert [m["params"]["event"]["type"] for m in parse_frames(sink.data)] == ["session.start"] * 2
+    await server.close_all()
+
+
+async def test_a_rule_naming_an_unknown_tool_refuses_the_session(tmp_path: Path) -> None:
+    """``--allow-tool`` rules may name a built-in tool that asks or one of the session's
+    own tools; any other kind is refused with the valid ones listed."""
+    from agent.store import SessionStore
+    from app.server.methods import Runtime as Server
+    from app.server.rpc import Connection, RpcError
+
+    class Sink:
+        def write(self, data: bytes) -> None:
+            return None
+
+        async def drain(self) -> None:
+            return None
+
+        def is_closing(self) -> bool:
+            return False
+
+        def close(self) -> None:
+            return None
+
+    flags = argparse.Namespace(allow_tool=["weather", "bogus"], deny_tool=[])
+    server = Server(cwd=tmp_path, store=SessionStore(tmp_path / "home"), flags=flags)
+    conn = Connection(asyncio.StreamReader(), Sink(), server.handle)
+    weather = {"name": "weather", "description": "d", "parameters": {"type": "object"}}
+    model = script(tmp_path, [{"text": "hi"}])
+    with pytest.raises(RpcError, match=r"unknown kind 'bogus'.*bash, weather"):
+        await server.handle(conn, "session.create", {"model": model, "tools": [weather]})
+    flags.allow_tool = ["weather", "shell(git:*)"]
+    created = await server.handle(conn, "session.create", {"model": model, "tools": [weather]})
+    assert created["sessionId"] in server.sessions
     await server.close_all()
