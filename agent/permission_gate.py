@@ -31,6 +31,7 @@ from agent.permissions import (
     PermissionPolicy,
     PermissionPrompt,
     Rule,
+    Verdict,
     command_identifiers,
 )
 from agent.tools.base import ToolArgs, ToolContext, ToolError, ToolResult
@@ -90,16 +91,25 @@ class PermissionGate:
         if verdict == "allow":
             return {"kind": "approved"}, None
         what = _describe(prompt)
+        parts = self._shell_parts(prompt)
         if verdict == "deny":
             assert rule is not None
+            culprits = [text for text, v, by in parts if v == "deny" and by == rule]
+            if len(parts) > 1 and culprits:
+                what = f"`{culprits[0]}` in {what}"  # which part of `a && b` it was
             message = f"Permission denied: {what} is denied by the rule {rule}."
             return {"kind": "denied-by-rules", "rules": [rule.wire()]}, ToolResult.failure(message)
         can_ask = self.host.mode == "interactive" or self.ask_in_every_mode
         if self.asker is None or not can_ask:
             who = "autopilot" if self.host.mode == "autopilot" else "this non-interactive run"
+            unallowed = [text for text, v, _ in parts if v == "ask"]
+            which = ""
+            if len(parts) > 1 and unallowed:
+                listed = ", ".join(f"`{text}`" for text in unallowed)
+                which = f" (not allowed by any rule: {listed})"
             message = (
-                f"Permission denied: {what} needs approval and {who} cannot ask the user. "
-                "Allow it with --allow-tool (e.g. --allow-tool 'shell(git:*)' or "
+                f"Permission denied: {what} needs approval{which} and {who} cannot ask the "
+                "user. Allow it with --allow-tool (e.g. --allow-tool 'shell(git:*)' or "
                 "--allow-tool write) or --allow-all-tools."
             )
             result = {"kind": "denied-no-approval-rule-and-could-not-request-from-user"}
@@ -120,6 +130,11 @@ class PermissionGate:
                 if feedback:
                     denied["feedback"] = feedback
                 return denied, ToolResult.failure(message)
+
+    def _shell_parts(self, prompt: PermissionPrompt) -> list[tuple[str, Verdict, Rule | None]]:
+        if prompt.kind != "shell":
+            return []
+        return self.policy.shell_parts(prompt.tool_name, prompt.command or "")
 
     def _complete(self, prompt: PermissionPrompt, result: dict[str, Any]) -> None:
         self.host.emit(

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Verdict = Literal["allow", "deny", "ask"]
 Kind = Literal["read", "write", "shell", "custom-tool"]
 
+RULE_KINDS = ("shell", "write")  # besides these, a rule may name a tool that asks
 _RULE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(?:\((.*)\))?\s*$")
 # Split a command line into simple commands: control operators and substitutions.
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;&|\n()]|\$\(|`")
@@ -41,7 +42,9 @@ class Rule:
     argument: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> Rule:
+    def parse(cls, text: str, tools: Collection[str] | None = None) -> Rule:
+        """``tools``: the tool names a rule may name; None accepts any name (an
+        embedder's own tools are only known per session)."""
         match = _RULE.match(text)
         if match is None:
             raise RuleError(
@@ -51,6 +54,12 @@ class Rule:
         argument = argument.strip() if argument is not None else None
         if argument == "":
             raise RuleError(f"empty argument in tool rule {text!r}")
+        if tools is not None and kind not in RULE_KINDS and kind not in tools:
+            names = ", ".join([*RULE_KINDS, *tools])
+            raise RuleError(
+                f"unknown kind {kind!r} in tool rule {text!r}: a rule names one of {names} "
+                "(e.g. 'shell', 'shell(git:*)', 'write')"
+            )
         if argument is not None and kind != "shell":
             raise RuleError(f"only shell rules take an argument: {text!r}")
         return cls(kind, argument)
@@ -111,11 +120,17 @@ class PermissionPolicy:
 
     @classmethod
     def from_flags(
-        cls, allow: list[str] | None = None, deny: list[str] | None = None, allow_all: bool = False
+        cls,
+        allow: list[str] | None = None,
+        deny: list[str] | None = None,
+        allow_all: bool = False,
+        *,
+        tools: Collection[str] | None = None,
     ) -> PermissionPolicy:
+        """``tools``: the tool names rules may name (None: any)."""
         return cls(
-            allow=[Rule.parse(r) for r in allow or []],
-            deny=[Rule.parse(r) for r in deny or []],
+            allow=[Rule.parse(r, tools) for r in allow or []],
+            deny=[Rule.parse(r, tools) for r in deny or []],
             allow_all=allow_all,
         )
 
@@ -140,29 +155,35 @@ class PermissionPolicy:
         return "ask", None
 
     def _decide_shell(self, tool_name: str, command: str) -> tuple[Verdict, Rule | None]:
-        commands = command_words(command) or [[""]]
-        for words in commands:
-            for rule in self.deny:
-                if rule.kind in ("shell", tool_name) and rule.matches_command(words):
-                    return "deny", rule
-        if self.allow_all:
+        parts = [self._decide_words(tool_name, words) for words in command_words(command) or [[""]]]
+        denied = next((part for part in parts if part[0] == "deny"), None)
+        if denied is not None:
+            return denied  # one denied part denies the whole line
+        if any(verdict == "ask" for verdict, _ in parts):
+            return "ask", None
+        deciding = [rule for _, rule in parts if rule is not None]
+        return "allow", deciding[-1] if deciding else None
+
+    def _decide_words(self, tool_name: str, words: list[str]) -> tuple[Verdict, Rule | None]:
+        """The verdict for one simple command."""
+        for rule in self.deny:
+            if rule.kind in ("shell", tool_name) and rule.matches_command(words):
+                return "deny", rule
+        if self.allow_all or words[0] in self.approved_commands:
             return "allow", None
-        deciding: Rule | None = None
-        for words in commands:
-            if words[0] in self.approved_commands:
-                continue
-            allowing = next(
-                (
-                    r
-                    for r in self.allow
-                    if r.kind in ("shell", tool_name) and r.matches_command(words)
-                ),
-                None,
-            )
-            if allowing is None:
-                return "ask", None
-            deciding = allowing
-        return "allow", deciding
+        for rule in self.allow:
+            if rule.kind in ("shell", tool_name) and rule.matches_command(words):
+                return "allow", rule
+        return "ask", None
+
+    def shell_parts(self, tool_name: str, command: str) -> list[tuple[str, Verdict, Rule | None]]:
+        """Each simple command of ``command`` with its own verdict: what a denial of
+        ``a && b`` names as the part that was not allowed."""
+        out: list[tuple[str, Verdict, Rule | None]] = []
+        for words in command_words(command):
+            verdict, rule = self._decide_words(tool_name, words)
+            out.append((" ".join(words), verdict, rule))
+        return out
 
     def approve_for_session(
         self, kind: Kind, command: str | None = None, tool_name: str | None = None

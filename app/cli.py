@@ -7,6 +7,7 @@ litellm, which is imported only when a real model is called.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -164,12 +165,24 @@ def _non_negative_int(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _main(args_list)
+        sys.stdout.flush()  # inside the try: a reader gone early (`| head`) is caught here
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_OK
+    return code
+
+
+def _main(args_list: list[str]) -> int:
     if args_list[:1] and args_list[0] in SUBCOMMANDS:
         from app.subcommands import run_subcommand
 
         return run_subcommand(args_list[0], args_list[1:])
-
     parser = build_parser()
+    if args_list[:1] and not args_list[0].startswith("-"):
+        # Before parsing: `loopdeck sesions --all` must not fail on --all instead.
+        _refuse_near_miss(parser, args_list[0])
     if "--headless" in args_list:
         # An SDK may pass flags newer than this list: accept those too.
         args, ignored = parser.parse_known_args(args_list)
@@ -181,10 +194,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(EXIT_USAGE, f"loopdeck: --cwd {args.cwd}: not a directory\n")
     if args.prompt is not None and args.prompt_words:
         parser.exit(EXIT_USAGE, "loopdeck: give the prompt either with -p or as words, not both\n")
+    if not args.headless:
+        _check_prompt_words(parser, args.prompt_words, explicit="--" in args_list)
+        _check_rules(parser, args.allow_tool, args.deny_tool)
 
     if args.headless:
         from app.server.main import run_server
 
+        _check_home(parser)
         return run_server(args, cwd)
     if args.stdio or args.port is not None:
         parser.exit(EXIT_USAGE, "loopdeck: --stdio and --port go with --headless\n")
@@ -197,10 +214,92 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.exit(EXIT_USAGE, "loopdeck: -p needs a non-empty prompt\n")
         from app.headless import run_headless
 
+        _check_home(parser)
         return run_headless(args, cwd)
+    _check_home(parser)
+    if not need_terminal("loopdeck", 'for one answer without the app: loopdeck -p "…"'):
+        return EXIT_USAGE
     from app.tui import run_tui
 
     return run_tui(args, cwd)
+
+
+def near_subcommand(word: str) -> str | None:
+    """The subcommand ``word`` looks like a slip of (``sesions``, ``Replay``, ``exp``)."""
+    if " " in word.strip():
+        return None  # a quoted prompt
+    lowered = word.lower()
+    prefixed = [name for name in SUBCOMMANDS if len(lowered) >= 3 and name.startswith(lowered)]
+    if prefixed:
+        return prefixed[0]
+    close = difflib.get_close_matches(lowered, SUBCOMMANDS, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _refuse_near_miss(parser: argparse.ArgumentParser, word: str) -> None:
+    near = near_subcommand(word)
+    if near is not None:
+        parser.exit(
+            EXIT_USAGE,
+            f"loopdeck: {word!r} is not a command; did you mean `loopdeck {near}`? "
+            f"(to send it to the model as a prompt: loopdeck -- {word})\n",
+        )
+
+
+def _check_prompt_words(
+    parser: argparse.ArgumentParser, words: list[str], *, explicit: bool
+) -> None:
+    """The app's PROMPT is one argument: unquoted words could start with a command."""
+    if not words or explicit:
+        return  # after `--` every word is the prompt
+    _refuse_near_miss(parser, words[0])
+    if len(words) > 1:
+        joined = " ".join(words)
+        parser.exit(
+            EXIT_USAGE,
+            f'loopdeck: quote the prompt: loopdeck "{joined}" (or run it headless: '
+            f'loopdeck -p "{joined}")\n',
+        )
+
+
+def _check_rules(parser: argparse.ArgumentParser, allow: list[str], deny: list[str]) -> None:
+    """Unknown rule kinds are a usage error before anything opens (the app included)."""
+    if not allow and not deny:
+        return
+    from agent.permissions import PermissionPolicy, RuleError
+    from agent.tools.registry import rule_tool_names
+
+    try:
+        PermissionPolicy.from_flags(allow, deny, tools=rule_tool_names())
+    except RuleError as exc:
+        parser.exit(EXIT_USAGE, f"loopdeck: {exc}\n")
+
+
+def _check_home(parser: argparse.ArgumentParser) -> None:
+    from app.home_check import home_error
+
+    problem = home_error(write=True)
+    if problem is not None:
+        parser.exit(EXIT_USAGE, f"loopdeck: {problem}\n")
+
+
+def need_terminal(prog: str, instead: str) -> bool:
+    """Full-screen views draw escape codes and read keys: both ends must be a terminal."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return True
+    which = "stdout" if not sys.stdout.isatty() else "stdin"
+    sys.stderr.write(f"{prog}: needs a terminal ({which} is not one); {instead}\n")
+    return False
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null: its reader is gone, and exit must not flush into it."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real fd behind sys.stdout (a test's capture)
+        pass
 
 
 def _workspace(cwd: Path | None) -> Path | None:

@@ -10,17 +10,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from agent.events import Event, SessionErrorData, SessionWarningData, ToolExecutionCompleteData
+from agent.events import (
+    Event,
+    SessionErrorData,
+    SessionResumeData,
+    SessionWarningData,
+    ToolExecutionCompleteData,
+)
 from agent.loop import LoopOutcome
 from agent.session import Session
 from agent.transcript import Transcript
-from app.cli import EXIT_ABORTED, EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from app.cli import (
+    EXIT_ABORTED,
+    EXIT_AUTOPILOT_CAP,
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    silence_stdout,
+)
 from app.model_setup import SetupError, open_session, pick_model
 
 
@@ -45,17 +57,16 @@ class HeadlessPrinter:
             except BrokenPipeError:
                 # The reader went away (`| head`): stop printing, let the loop finish.
                 self.out_closed = True
-                _silence_stdout()
+                silence_stdout()
             return
         match event.data:
             case ToolExecutionCompleteData(tool_call_id=call_id, success=ok):
                 tool = self.transcript.get_tool(call_id)
-                name = tool.name if tool else "tool"
+                if tool is None:
+                    return  # a call of an earlier run, closed as interrupted on resume
                 mark = "✓" if ok else "✗"
-                detail = "" if ok or tool is None else f" — {tool.error or ''}"
-                self.err.write(
-                    f"{mark} {name}{_brief_args(tool.arguments if tool else None)}{detail}\n"
-                )
+                detail = "" if ok else f" — {tool.error or ''}"
+                self.err.write(f"{mark} {tool.name}{_brief_args(tool.arguments)}{detail}\n")
             case SessionErrorData(error_type=kind, message=message):
                 self.err.write(f"error ({kind}): {message}\n")
             case SessionWarningData(message=message):
@@ -69,10 +80,15 @@ class HeadlessPrinter:
         return self.transcript.final_text()
 
 
-def _silence_stdout() -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+def this_run(backlog: list[Event]) -> list[Event]:
+    """The backlog without the log a resumed session was rebuilt from: what this run
+    did (repairs, interrupted calls closed, the resume itself, and what follows)."""
+    for index in range(len(backlog) - 1, -1, -1):
+        data = backlog[index].data
+        if isinstance(data, SessionResumeData):
+            # eventCount: how many events were read back; they come first.
+            return backlog[min(data.event_count, index) :]
+    return backlog
 
 
 def _brief_args(arguments: object) -> str:
@@ -110,7 +126,10 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
             sys.stderr.write(f"loopdeck: {exc}\n")
             return EXIT_USAGE
         printer = HeadlessPrinter(args.output_format, sys.stdout, sys.stderr)
-        session.subscribe(printer, replay=True)  # json shows session.start / resume too
+        # json shows session.start / session.resume too, but never an earlier run again.
+        for event in this_run(session.backlog):
+            printer(event)
+        session.subscribe(printer)
         future = session.send(args.prompt)
         if interrupts:
             session.abort()
@@ -123,8 +142,21 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         text = printer.final_text(outcome)
         if text:
             sys.stdout.write(text.rstrip("\n") + "\n")
+    if outcome.stopped_at_cap:
+        sys.stderr.write(cap_explanation(session) + "\n")
     sys.stderr.write(f"Resume this session with: loopdeck --resume {session.id[:8]}\n")
     return exit_code(outcome)
+
+
+def cap_explanation(session: Session) -> str:
+    """Exit 3 says what happened and how to go on."""
+    cap = session.max_autopilot_continues
+    return (
+        f"Autopilot stopped at its cap of {cap} nudge{'' if cap == 1 else 's'} without the "
+        "task marked complete (exit 3).\n"
+        f'To go on: loopdeck -p "…" --resume {session.id[:8]} --autopilot '
+        f"--max-autopilot-continues N (the cap counts per prompt; a larger N allows more)"
+    )
 
 
 def exit_code(outcome: LoopOutcome) -> int:

@@ -90,8 +90,8 @@ async def open_session(
             policy=policy,
             extra_dirs=extra_dirs,
         )
-        if args.autopilot:
-            session.set_mode("autopilot")
+        # Autopilot only when asked again: a resumed run never works unattended by itself.
+        session.set_mode("autopilot" if args.autopilot else "interactive")
         return session
     mode: Mode = "autopilot" if args.autopilot else "interactive"
     return await Session.create(
@@ -108,8 +108,13 @@ async def open_session(
 def permission_setup(args: argparse.Namespace) -> tuple[PermissionPolicy, list[Path]]:
     """The policy and extra directories the permission flags describe."""
     try:
+        from agent.tools.registry import rule_tool_names
+
         policy = PermissionPolicy.from_flags(
-            args.allow_tool, args.deny_tool, allow_all=args.allow_all_tools or args.yolo
+            args.allow_tool,
+            args.deny_tool,
+            allow_all=args.allow_all_tools or args.yolo,
+            tools=rule_tool_names(),
         )
     except RuleError as exc:
         raise SetupError(str(exc)) from exc

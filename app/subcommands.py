@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from agent.store import SessionNotFound
+from app.cli import need_terminal
 
 EXIT_USAGE = 2
 
@@ -41,12 +42,25 @@ def _sessions(argv: list[str]) -> int:
     cwd = (args.cwd or Path(os.getcwd())).expanduser().resolve()
     if not cwd.is_dir():
         parser.exit(EXIT_USAGE, f"loopdeck sessions: --cwd {args.cwd}: not a directory\n")
+    if not args.copilot:
+        _check_home(parser)
     return print_sessions(cwd=cwd, show_all=args.all, copilot=args.copilot, search=args.search)
+
+
+def _check_home(parser: argparse.ArgumentParser) -> None:
+    """Reading needs no write access, but a home that is a file is a mistake to say."""
+    from app.home_check import home_error
+
+    problem = home_error(write=False)
+    if problem is not None:
+        parser.exit(EXIT_USAGE, f"{parser.prog}: {problem}\n")
 
 
 def _session_path(parser: argparse.ArgumentParser, spec: str) -> Path:
     from app.locate import locate_session
 
+    if not Path(spec).expanduser().exists():  # an id: looked up in the home
+        _check_home(parser)
     try:
         return locate_session(spec)
     except SessionNotFound as exc:
@@ -67,6 +81,8 @@ def _replay(argv: list[str]) -> int:
     except ValueError as exc:
         parser.exit(EXIT_USAGE, f"loopdeck replay: {exc}\n")
     path = _session_path(parser, args.session)
+    if not need_terminal(parser.prog, f"to read it as text: loopdeck export {args.session}"):
+        return EXIT_USAGE
     from app.viewer import ReplayScreen, ViewerApp
 
     return ViewerApp(ReplayScreen(path, speed=speed)).run() or 0
@@ -77,6 +93,8 @@ def _watch(argv: list[str]) -> int:
     parser.add_argument("session", metavar="SESSION", help="an id, an id prefix, or a path")
     args = parser.parse_args(argv)
     path = _session_path(parser, args.session)
+    if not need_terminal(parser.prog, "run it in a terminal window"):
+        return EXIT_USAGE
     from app.viewer import ViewerApp, WatchScreen
 
     return ViewerApp(WatchScreen(path)).run() or 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,19 +35,33 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
         from app.model_setup import SetupError, open_session
 
         resume_args = argparse.Namespace(**{**vars(args), "resume": session_id, "continue_": False})
-        resume_args.autopilot = False  # keep the resumed session's own mode
+        # Like --resume without --autopilot: it opens interactive (Shift+Tab switches).
+        resume_args.autopilot = False
         try:
             return await open_session(resume_args, cwd)
         except SetupError as exc:
             raise StartupError(str(exc)) from exc
 
     prompt = " ".join(args.prompt_words) or None
+    store = SessionStore(loopdeck_home())
     app = LoopdeckApp(
         opener,
         initial_prompt=prompt,
         prefill=DEMO_PROMPT if demo and prompt is None else None,
         nudge_cap=args.max_autopilot_continues,  # None: the session's own, once open
         resumer=resumer,
-        store=SessionStore(loopdeck_home()),
+        store=store,
     )
-    return app.run() or 0
+    code = app.run() or 0
+    # The terminal is restored by now: this line stays on screen after the app.
+    hint = resume_hint(app.session, store)
+    if hint:
+        sys.stderr.write(hint + "\n")
+    return code
+
+
+def resume_hint(session: Session | None, store: SessionStore) -> str | None:
+    """How to come back, for a session that was kept (one left without a word is not)."""
+    if session is None or not store.events_path(session.id).is_file():
+        return None
+    return f"Resume this session with: loopdeck --resume {session.id[:8]}"

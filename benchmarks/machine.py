@@ -82,6 +82,9 @@ _watchdog.daemon = True
 _watchdog.start()
 App._display = _display
 App.run = _run
+# With App.run forced headless no terminal is needed: loopdeck's own check stands down.
+import app.cli as _cli
+_cli.need_terminal = lambda prog, instead: True
 
 if _p["variant"] == "bare-textual":
     from textual.widgets import Static

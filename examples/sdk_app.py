@@ -14,6 +14,7 @@ import asyncio
 import os
 import shutil
 import sys
+from pathlib import Path
 
 from copilot import CopilotClient, PermissionHandler, RuntimeConnection, define_tool
 from copilot.session_events import SessionEvent, SessionTaskCompleteData, ToolExecutionStartData
@@ -39,8 +40,17 @@ def show(event: SessionEvent) -> None:
         summary.append(event.data.summary)
 
 
+def find_loopdeck() -> str:
+    """The command installed next to this interpreter (works without activating the
+    venv: ``.venv/bin/python examples/sdk_app.py``), else the one on PATH."""
+    beside = Path(sys.executable).parent / ("loopdeck.exe" if os.name == "nt" else "loopdeck")
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("loopdeck") or "loopdeck"
+
+
 async def main(prompt: str) -> None:
-    loopdeck = shutil.which("loopdeck") or "loopdeck"
+    loopdeck = find_loopdeck()
     model = os.environ.get("LOOPDECK_MODEL", "scripted:demo")
     async with CopilotClient(connection=RuntimeConnection.for_stdio(path=loopdeck)) as client:
         session = await client.create_session(

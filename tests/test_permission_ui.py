@@ -206,7 +206,7 @@ async def test_edit_prompt_shows_the_diff_and_y_runs_it(workspace: Path) -> None
         assert "Edit greet.py?" in shown
         assert OLD_LINE in shown and NEW_LINE in shown
         assert "--- a/greet.py" in shown and "+++ b/greet.py" in shown
-        assert "y yes, once" in shown and "a yes, always this session" in shown
+        assert "y yes, once" in shown and "a always allow file edits this session" in shown
         assert view.has_focus
         # The diff takes exactly its own lines (no empty row for its final newline).
         assert h.asked[0].diff is not None
@@ -312,6 +312,8 @@ async def test_a_approves_the_command_for_the_session(workspace: Path) -> None:
     async with h.app.run_test(size=SIZE) as pilot:
         await start(pilot, h, "echo twice")
         view = await prompt_shown(pilot, h)
+        # `a` says exactly what it lets through: echo, not every command.
+        assert "a always allow `echo` commands this session" in text_of(view)
         await armed(pilot, view)
         await pilot.press("a")
         # echo is approved; printf is not and gets its own prompt.

@@ -274,3 +274,65 @@ async def test_abort_while_waiting_for_the_human(tmp_path: Path) -> None:
     assert outcome.aborted and FakeShellTool.ran == []
     assert rec.of("permission.completed")[0].data.result["kind"] == "cancelled"  # type: ignore[union-attr]
     assert rec.types()[-1] == "session.idle"
+
+
+# --- unknown kinds; which part of a chained command was refused ---------------------
+
+
+@pytest.mark.parametrize("text", ["bogus", "bogus(x)", "Shell", "view", "wirte"])
+def test_unknown_rule_kinds_are_refused_naming_the_valid_ones(text: str) -> None:
+    with pytest.raises(RuleError) as caught:
+        PermissionPolicy.from_flags([text], tools=["create", "edit", "bash"])
+    message = str(caught.value)
+    assert f"unknown kind {text.split('(')[0]!r}" in message
+    assert "shell, write, create, edit, bash" in message
+
+
+def test_known_kinds_and_tool_names_pass_and_embedders_may_name_their_own_tools() -> None:
+    policy = PermissionPolicy.from_flags(
+        ["shell(git:*)", "write", "edit"], ["bash"], tools=["create", "edit", "bash"]
+    )
+    assert [str(r) for r in policy.allow] == ["shell(git:*)", "write", "edit"]
+    # Without a list of tools (an SDK app's own tools are known per session) any name goes.
+    assert PermissionPolicy.from_flags(["weather"]).allow == [Rule("weather")]
+
+
+async def test_a_denied_part_of_a_chained_command_is_named(tmp_path: Path) -> None:
+    policy = PermissionPolicy.from_flags(["shell"], ["shell(rm)"])
+    model = scripted([{"text": "", "tool_calls": [bash("ls && rm -rf build")]}, {"text": "ok"}])
+    session, rec = await new_session(model, tmp_path, registry_factory=fake_tools, policy=policy)
+    await session.send_and_wait("clean")
+    denied = rec.of("tool.execution_complete")[0].data
+    assert isinstance(denied, ToolExecutionCompleteData) and denied.error is not None
+    assert denied.error.message == (
+        "Permission denied: `rm -rf build` in the shell command `ls && rm -rf build` "
+        "is denied by the rule shell(rm)."
+    )
+
+
+async def test_the_part_no_rule_allows_is_named_when_nobody_can_be_asked(
+    tmp_path: Path,
+) -> None:
+    policy = PermissionPolicy.from_flags(["shell(echo)", "shell(ls)"])
+    model = scripted(
+        [{"text": "", "tool_calls": [bash("echo a && make all | ls; curl x")]}, {"text": "ok"}]
+    )
+    session, rec = await new_session(model, tmp_path, registry_factory=fake_tools, policy=policy)
+    await session.send_and_wait("build")
+    assert FakeShellTool.ran == []
+    denied = rec.of("tool.execution_complete")[0].data
+    assert isinstance(denied, ToolExecutionCompleteData) and denied.error is not None
+    assert "needs approval (not allowed by any rule: `make all`, `curl x`)" in (
+        denied.error.message
+    )
+    assert "`echo a`" not in denied.error.message
+
+
+def test_shell_parts_give_each_simple_command_its_verdict() -> None:
+    policy = PermissionPolicy.from_flags(["shell(git:*)"], ["shell(git push)"])
+    parts = policy.shell_parts("bash", "git add . && git push && make")
+    assert [(text, verdict) for text, verdict, _ in parts] == [
+        ("git add .", "allow"),
+        ("git push", "deny"),
+        ("make", "ask"),
+    ]

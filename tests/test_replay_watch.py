@@ -470,6 +470,7 @@ async def test_watch_follows_loopdeck_resuming_a_crashed_session(
             LOOPDECK_ID[:8],
             "-p",
             "Anything left?",
+            "--autopilot",  # a resumed run is interactive unless asked again
             "--model",
             f"scripted:{script}",
             cwd=workspace,
@@ -591,6 +592,7 @@ def test_replay_subcommand_opens_a_copilot_session_by_prefix(
         return 0
 
     monkeypatch.setattr(ViewerApp, "run", fake_run)
+    monkeypatch.setattr("app.subcommands.need_terminal", lambda prog, instead: True)
     code, _, err = run(capsys, "replay", "c0b1107e", "--speed", "4x")
     assert code == 0, err
     assert opened == [(homes / "session-state" / COPILOT_ID / "events.jsonl", 4.0)]

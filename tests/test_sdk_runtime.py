@@ -9,6 +9,7 @@ transport start their own.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import json
@@ -723,7 +724,13 @@ async def test_stdio_wire_framing_errors_and_sdk_flags(tmp_path: Path) -> None:
 
 async def test_the_example_app_runs_against_loopdeck(tmp_path: Path) -> None:
     env = runtime_env(tmp_path / "home")
-    env["PATH"] = f"{Path(LOOPDECK).parent}{os.pathsep}{env.get('PATH', '')}"
+    # As when the venv is not activated: no `loopdeck` on PATH; the example finds the
+    # one installed beside the interpreter that runs it.
+    env["PATH"] = os.pathsep.join(
+        folder
+        for folder in env.get("PATH", "").split(os.pathsep)
+        if folder and not (Path(folder) / "loopdeck").exists()
+    )
     # The example's model comes from LOOPDECK_MODEL (default: the slower scripted demo).
     env["LOOPDECK_MODEL"] = script(
         tmp_path,
@@ -800,4 +807,37 @@ async def test_system_message_appends_to_or_replaces_the_prompt(tmp_path: Path) 
     assert prompts["replace"] == "Answer in French."
     # Each create sent its session.start to the connection, framed.
     assert [m["params"]["event"]["type"] for m in parse_frames(sink.data)] == ["session.start"] * 2
+    await server.close_all()
+
+
+async def test_a_rule_naming_an_unknown_tool_refuses_the_session(tmp_path: Path) -> None:
+    """``--allow-tool`` rules may name a built-in tool that asks or one of the session's
+    own tools; any other kind is refused with the valid ones listed."""
+    from agent.store import SessionStore
+    from app.server.methods import Runtime as Server
+    from app.server.rpc import Connection, RpcError
+
+    class Sink:
+        def write(self, data: bytes) -> None:
+            return None
+
+        async def drain(self) -> None:
+            return None
+
+        def is_closing(self) -> bool:
+            return False
+
+        def close(self) -> None:
+            return None
+
+    flags = argparse.Namespace(allow_tool=["weather", "bogus"], deny_tool=[])
+    server = Server(cwd=tmp_path, store=SessionStore(tmp_path / "home"), flags=flags)
+    conn = Connection(asyncio.StreamReader(), Sink(), server.handle)
+    weather = {"name": "weather", "description": "d", "parameters": {"type": "object"}}
+    model = script(tmp_path, [{"text": "hi"}])
+    with pytest.raises(RpcError, match=r"unknown kind 'bogus'.*bash, weather"):
+        await server.handle(conn, "session.create", {"model": model, "tools": [weather]})
+    flags.allow_tool = ["weather", "shell(git:*)"]
+    created = await server.handle(conn, "session.create", {"model": model, "tools": [weather]})
+    assert created["sessionId"] in server.sessions
     await server.close_all()

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from agent.permissions import PermissionAnswer, PermissionPrompt
+from agent.permissions import PermissionAnswer, PermissionPrompt, command_identifiers
 from widgets.lazy_rich import highlighted
 
 ARM_DELAY = 0.4  # seconds before keys count
@@ -51,9 +51,9 @@ class PermissionPromptView(Vertical, can_focus=True):
                 ("y", "bold"),
                 " yes, once   ",
                 ("a", "bold"),
-                " yes, always this session   ",
+                f" {always_label(prompt)}   ",
                 ("n", "bold"),
-                " no (then tell the agent why, or Enter to skip)",
+                " no (say why, or just Enter)",
             ),
             classes="keys",
         )
@@ -95,6 +95,23 @@ class PermissionPromptView(Vertical, can_focus=True):
     def _resolve(self, answer: PermissionAnswer) -> None:
         if not self.answer.done():
             self.answer.set_result(answer)
+
+
+def always_label(prompt: PermissionPrompt) -> str:
+    """Exactly what answering ``a`` lets through for the rest of the session."""
+    match prompt.kind:
+        case "shell":
+            names = command_identifiers(prompt.command or "")
+            if not names:
+                return "always allow this command this session"
+            listed = ", ".join(f"`{name}`" for name in names)
+            return f"always allow {listed} commands this session"
+        case "write":
+            return "always allow file edits this session"
+        case "custom-tool":
+            return f"always allow {prompt.tool_name} this session"
+        case _:
+            return "yes, always this session"
 
 
 def _diff(text: str) -> RenderableType:

@@ -59,6 +59,13 @@ def default_tools(autopilot: bool) -> ToolRegistry:
     return ToolRegistry(tools)
 
 
+def rule_tool_names() -> list[str]:
+    """The built-in tools a permission rule can name: those that ask (writes, shell)."""
+    registry = default_tools(autopilot=True)
+    asking = (registry.get(name) for name in registry.names())
+    return [tool.name for tool in asking if tool is not None and tool.kind != "read"]
+
+
 async def execute(
     registry: ToolRegistry,
     name: str,

@@ -33,6 +33,7 @@ from agent.models.select import NO_MODEL_HELP
 from agent.permissions import PermissionPolicy, RuleError
 from agent.store import SessionStore, SessionSummary, read_events
 from agent.tools.external import ExternalToolSpec
+from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model
 from app.server.bridge import (
     HostedSession,
@@ -501,12 +502,17 @@ class Runtime:
         """The server's permission flags (a fresh policy per session), plus the
         session's ``additionalDirectories``."""
         flags = self.flags
+        # A rule may name a built-in tool that asks or one of this session's own tools.
+        own_tools = [
+            str(raw.get("name")) for raw in params.get("tools") or [] if isinstance(raw, dict)
+        ]
         try:
             policy = PermissionPolicy.from_flags(
                 getattr(flags, "allow_tool", None),
                 getattr(flags, "deny_tool", None),
                 allow_all=bool(getattr(flags, "allow_all_tools", False))
                 or bool(getattr(flags, "yolo", False)),
+                tools=[*rule_tool_names(), *own_tools],
             )
         except RuleError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)) from exc
