@@ -180,7 +180,8 @@ class Session:
         read = read_events(store.events_path(session_id))
         meta = store.read_meta(session_id)
         recorded = meta.get("cwd")
-        recorded_cwd = Path(recorded) if isinstance(recorded, str) and recorded else None
+        usable = isinstance(recorded, str) and recorded and "\0" not in recorded
+        recorded_cwd = Path(recorded) if usable else None
         session = cls(
             session_id=session_id,
             model=model,
