@@ -38,9 +38,9 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ from agent.events import DATA_TYPES, event_from_json, is_event_id
 from agent.replay import EventIndex, LogFollower, pacing
 from agent.session import Session
 from agent.store import SessionStore, read_events
-from agent.transcript import Transcript, fold
+from agent.transcript import NoticeBlock, Transcript, fold
 from app.export import export_session
 from app.headless import HeadlessPrinter
 from app.sessions_table import print_sessions
@@ -98,15 +98,16 @@ JSON_VALUES = st.recursive(
 # --- damaging a log ---------------------------------------------------------------------
 
 
-@dataclass
 class Damaged:
-    seed: str
-    raw: bytes
-    meta: bytes | None = None  # session.json, when one is written
-    steps: list[str] = field(default_factory=list)
+    """A damaged log (and maybe a ``session.json``), and how it was damaged."""
 
-    def __repr__(self) -> str:  # what hypothesis prints for a failing example
-        return f"Damaged(seed={self.seed!r}, steps={self.steps}, meta={self.meta!r:.200})"
+    def __init__(
+        self, seed: str, raw: bytes, meta: bytes | None = None, steps: list[str] | None = None
+    ) -> None:
+        self.seed, self.raw, self.meta, self.steps = seed, raw, meta, steps or []
+
+    def __repr__(self) -> str:  # what a failing example prints: short, and enough to redo it
+        return f"Damaged(seed={self.seed!r}, steps={self.steps!r}, meta={self.meta!r:.300})"
 
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
@@ -212,6 +213,10 @@ def damaged_logs(draw: Draw) -> Damaged:
     seed, raw = draw(st.sampled_from(CORPUS))
     lines = raw.splitlines(keepends=True)
     steps: list[str] = []
+    if draw(st.booleans()):  # a window of the log: smaller, so more examples fit the time
+        start = draw(st.integers(0, len(lines) - 1))
+        lines = lines[start : start + draw(st.integers(1, 12))]
+        steps.append(f"lines {start}+")
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(
             st.sampled_from(
@@ -483,36 +488,59 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     loop.close()
 
 
+@pytest.fixture
+def fuzz_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A loopdeck home on a RAM disk when there is one: the file system is not under
+    test, and thousands of small writes (and the resume's fsync) would dominate."""
+    shm = Path("/dev/shm")
+    on_shm = shm.is_dir() and os.access(shm, os.W_OK)
+    base = Path(tempfile.mkdtemp(prefix="loopdeck-fuzz-", dir=shm)) if on_shm else tmp_path
+    home = base / "home"
+    home.mkdir()
+    monkeypatch.setenv("LOOPDECK_HOME", str(home))
+    try:
+        yield home
+    finally:
+        if on_shm:
+            shutil.rmtree(base, ignore_errors=True)
+
+
 @FUZZ
 @given(damaged=damaged_logs())
 def test_readers_never_crash_on_damaged_logs(
-    loopdeck_home: Path, loop: asyncio.AbstractEventLoop, damaged: Damaged
+    fuzz_home: Path, loop: asyncio.AbstractEventLoop, damaged: Damaged
 ) -> None:
-    exercise(loopdeck_home, damaged, loop)
+    exercise(fuzz_home, damaged, loop)
 
 
 @pytest.mark.parametrize("seed", [name for name, _ in CORPUS])
 def test_the_undamaged_seeds_pass_every_reader(
-    loopdeck_home: Path, loop: asyncio.AbstractEventLoop, seed: str
+    fuzz_home: Path, loop: asyncio.AbstractEventLoop, seed: str
 ) -> None:
     raw = dict(CORPUS)[seed]
-    exercise(loopdeck_home, Damaged(seed, raw), loop)
+    exercise(fuzz_home, Damaged(seed, raw), loop)
 
 
 # --- the views ---------------------------------------------------------------------------
 
 
-async def _view(path: Path, raw: bytes) -> None:
+async def _view(path: Path, raw: bytes) -> tuple[list[str], list[str]]:
+    """Replay ``raw`` (stepping about), then watch it being written in two pieces.
+    Returns the warnings each view shows."""
     from app.viewer import ReplayScreen, ViewerApp, WatchScreen
+
+    def warnings(transcript: Transcript) -> list[str]:
+        return [b.message for b in transcript.items if isinstance(b, NoticeBlock)]
 
     path.write_bytes(raw)
     replay = ReplayScreen(path, speed=0)
     async with ViewerApp(replay).run_test(size=(100, 34)) as pilot:
         await pilot.pause()
-        for key in ("g", "right", "right", "space", "G", "left"):
+        for key in ("g", "right", "right", "space", "left", "G"):
             await pilot.press(key)
         await pilot.pause()
         assert pilot.app.is_running
+        replayed = warnings(replay.timeline.transcript)
     path.write_bytes(raw[: len(raw) // 2])
     watch = WatchScreen(path)
     async with ViewerApp(watch).run_test(size=(100, 34)) as pilot:
@@ -523,9 +551,48 @@ async def _view(path: Path, raw: bytes) -> None:
         while watch.timeline.transcript.events + watch.problems < events:
             await pilot.pause(0.05)  # bounded by the test's timeout if the watch stalls
         assert pilot.app.is_running
+        watched = warnings(watch.timeline.transcript)
+    return replayed, watched
 
 
 @settings(FUZZ, max_examples=int(os.environ.get("LOOPDECK_FUZZ_VIEW_EXAMPLES", "4")))
 @given(damaged=damaged_logs())
 def test_replay_and_watch_draw_damaged_logs(tmp_path: Path, damaged: Damaged) -> None:
     asyncio.run(asyncio.wait_for(_view(tmp_path / "events.jsonl", damaged.raw), 60))
+
+
+def everything_wrong() -> bytes:
+    """The loopdeck fixture with one of each kind of damage, for the views."""
+    lines = (FIXTURES / "loopdeck-session" / "events.jsonl").read_bytes().splitlines()
+    objs = [json.loads(line) for line in lines]
+    objs[1]["parentId"] = 1
+    objs[2]["data"]["turnId"] = {"not": "a string"}
+    objs[3]["data"]["toolRequests"] = "call them all"
+    objs[4]["data"]["arguments"] = {"pattern": "\udc00", "n": 10**30, "deep": [[[[[]]]]]}
+    objs[5]["data"].pop("success")
+    objs[6]["type"] = "brand.new_type"
+    objs[7]["id"] = None
+    objs[8]["data"]["content"] = "NUL \x00 and a bell \x07 and [bold]markup[/]"
+    damaged = [json.dumps(obj).encode() for obj in objs]
+    damaged[9] = damaged[9] + b"\r"
+    damaged[10] = damaged[10][:40] + b"\xff\xfe" + damaged[10][40:]
+    damaged.insert(
+        11, b'{"type":"user.message","data":{"content":' + b"[" * 1000 + b"]" * 1000 + b"}}"
+    )
+    damaged.insert(
+        12, json.dumps({"type": "user.message", "data": {"content": "y" * 300_000}}).encode()
+    )
+    damaged.insert(13, b"[]")
+    damaged.insert(
+        14, b'{"type":"session.info","data":{"infoType":"x","message":' + b"9" * 5000 + b"}}"
+    )
+    return b"\n".join(damaged) + b"\n" + damaged[-1][:50]
+
+
+def test_replay_and_watch_draw_a_log_with_every_kind_of_damage(tmp_path: Path) -> None:
+    raw = everything_wrong()
+    replayed, watched = asyncio.run(asyncio.wait_for(_view(tmp_path / "events.jsonl", raw), 60))
+    # The nesting, the bare list and the 5,000-digit number: a row each, in place.
+    unreadable = [w for w in replayed if "unreadable line" in w]
+    assert len(unreadable) == 3, replayed
+    assert len([w for w in watched if "unreadable line" in w]) >= 1, watched

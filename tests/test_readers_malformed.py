@@ -274,3 +274,16 @@ def test_a_lone_surrogate_escape_is_shown_as_a_replacement_character(
     )
     assert code == 0, err
     out.encode("utf-8")  # what a UTF-8 terminal or pipe receives
+
+
+def test_resume_ignores_a_recorded_cwd_that_is_not_a_path(
+    workspace: Path, tmp_path: Path, loopdeck_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid, log, model = recorded_session(tmp_path, loopdeck_home, capsys)
+    meta_path = log.parent / "session.json"
+    meta = json.loads(meta_path.read_text("utf-8"))
+    meta["cwd"] = "/tmp/a\x00b"
+    meta_path.write_text(json.dumps(meta), "utf-8")
+    code, out, err = run(capsys, "-p", "again", "--model", model, "--resume", sid)
+    assert code == 0, err
+    assert out == "answer 1\n"
