@@ -180,8 +180,11 @@ class Session:
         read = read_events(store.events_path(session_id))
         meta = store.read_meta(session_id)
         recorded = meta.get("cwd")
-        usable = isinstance(recorded, str) and recorded and "\0" not in recorded
-        recorded_cwd = Path(recorded) if usable else None
+        recorded_cwd = (
+            Path(recorded)
+            if isinstance(recorded, str) and recorded and "\0" not in recorded
+            else None
+        )
         session = cls(
             session_id=session_id,
             model=model,
