@@ -147,7 +147,7 @@ def _type_name(raw: bytes) -> str:
 def _epoch(stamp: str) -> float | None:
     try:
         return datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError):  # not a date, or out of the platform's range
         return None
 
 

@@ -80,6 +80,15 @@ FUZZ = settings(
     ],
 )
 KNOWN_TYPES = sorted(DATA_TYPES)
+ODD_STAMPS = [
+    "0001-01-01T00:00:00",
+    "0001-01-01T00:00:00+14:00",
+    "9999-12-31T23:59:59-14:00",
+    "9999-12-31",
+    "2025-01-01T00:00:00",  # no zone, beside stamps that have one
+    "2025-13-45T99:99:99Z",
+    "",
+]
 ENVELOPE_KEYS = ["type", "data", "id", "timestamp", "parentId", "ephemeral", "agentId"]
 
 JSON_VALUES = st.recursive(
@@ -208,6 +217,15 @@ def _surrogate(draw: Draw, obj: dict[str, Any]) -> str:
     return "lone surrogate"
 
 
+def _restamp(draw: Draw, obj: dict[str, Any]) -> str:
+    stamp = draw(st.sampled_from(ODD_STAMPS))
+    key = draw(st.sampled_from(["timestamp", "startTime", "resumeTime"]))
+    data = obj.get("data")
+    target = data if key != "timestamp" and isinstance(data, dict) else obj
+    target[key] = stamp
+    return f"{key} = {stamp!r}"
+
+
 @st.composite
 def damaged_logs(draw: Draw) -> Damaged:
     seed, raw = draw(st.sampled_from(CORPUS))
@@ -239,6 +257,7 @@ def damaged_logs(draw: Draw) -> Damaged:
                     "surrogate",
                     "bignum",
                     "odd_line",
+                    "timestamp",
                 ]
             )
         )
@@ -334,6 +353,8 @@ def damaged_logs(draw: Draw) -> Damaged:
                 )
                 lines.insert(draw(st.integers(0, n)), odd + b"\n")
                 steps.append(f"odd line {odd!r}")
+            case "timestamp":
+                steps.append(_edit_json(draw, lines, lambda o: _restamp(draw, o)))
             case _:
                 steps.append(f"{kind}: nothing to do")
     meta = draw(
@@ -360,7 +381,7 @@ def damaged_logs(draw: Draw) -> Damaged:
                     st.sampled_from(
                         ["cwd", "turns", "toolCalls", "startedAt", "updatedAt", "pid", "outcome"]
                     ),
-                    JSON_VALUES | st.sampled_from(["a\x00b", "", "."]),
+                    JSON_VALUES | st.sampled_from(["a\x00b", "", ".", *ODD_STAMPS]),
                     max_size=3,
                 ),
             ),

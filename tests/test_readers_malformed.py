@@ -287,3 +287,22 @@ def test_resume_ignores_a_recorded_cwd_that_is_not_a_path(
     code, out, err = run(capsys, "-p", "again", "--model", model, "--resume", sid)
     assert code == 0, err
     assert out == "answer 1\n"
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_a_start_time_the_local_zone_cannot_hold_is_listed_as_written(
+    stamp: str,
+    workspace: Path,
+    tmp_path: Path,
+    loopdeck_home: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from app.session_browser import _short_time
+
+    sid, log, _ = recorded_session(tmp_path, loopdeck_home, capsys)
+    edit_line(log, 0, lambda o: o["data"].update(startTime=stamp))
+    (log.parent / "session.json").unlink()
+    code, out, err = run(capsys, "sessions")
+    assert (code, err) == (0, "")
+    assert f"{sid[:8]}  {stamp}" in out
+    assert _short_time(stamp) == stamp[:16]  # the browser's column
