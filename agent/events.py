@@ -10,6 +10,7 @@ so nothing read from a file is ever dropped.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
@@ -471,11 +472,31 @@ class EventParseError(ValueError):
     """A line that is JSON but not an event envelope."""
 
 
+# Deeper lines are refused as unreadable: the json module recurses per level (a
+# RecursionError near 1,000) and pydantic serializes at most 255. Real events nest
+# about a dozen levels.
+MAX_DEPTH = 128
+_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def is_event_id(value: object) -> bool:
+    """Whether ``value`` is an id the official parser accepts (a UUID), so that a
+    new event may name it as its ``parentId``."""
+    if not isinstance(value, str):
+        return False
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
 def event_from_dict(obj: Any) -> Event:
     """Build an :class:`Event` from a parsed JSON object.
 
     Unknown types, and known types whose data does not fit loopdeck's model (a
     newer Copilot schema, say), are kept as :class:`UnknownData` rather than lost.
+    An envelope field of the wrong type reads as absent.
     """
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise EventParseError("not an event envelope (no 'type')")
@@ -492,15 +513,52 @@ def event_from_dict(obj: Any) -> Event:
             data = cls.model_validate(raw_data)
         except ValidationError:
             data = UnknownData(raw=raw_data)
+    event_id, stamp, parent = obj.get("id"), obj.get("timestamp"), obj.get("parentId")
     return Event(
         type=etype,
         data=data,
-        id=str(obj.get("id") or ""),
-        timestamp=str(obj.get("timestamp") or ""),
-        parent_id=obj.get("parentId"),
-        ephemeral=bool(obj.get("ephemeral", False)),
+        id=event_id if isinstance(event_id, str) else "",
+        timestamp=stamp if isinstance(stamp, str) else "",
+        parent_id=parent if isinstance(parent, str) else None,
+        ephemeral=obj.get("ephemeral") is True,
     )
 
 
 def event_from_json(line: str) -> Event:
-    return event_from_dict(json.loads(line))
+    """Parse one line. Anything that is not a usable event raises a ValueError
+    (:class:`EventParseError` or ``json.JSONDecodeError``), never anything else."""
+    try:
+        obj = json.loads(line)
+    except RecursionError:
+        raise EventParseError("nested too deeply to read") from None
+    # Counting brackets is cheap; only a line with many of them is measured.
+    if line.count("{") + line.count("[") > MAX_DEPTH and _depth_over(obj, MAX_DEPTH):
+        raise EventParseError(f"nested more than {MAX_DEPTH} levels deep")
+    if _LONE_SURROGATE.search(line):
+        obj = _scrub(obj)  # "\\udc00" alone cannot be printed or written as UTF-8
+    return event_from_dict(obj)
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether lists and objects in ``value`` nest deeper than ``limit``."""
+    if not isinstance(value, dict | list):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _scrub(value: Any) -> Any:
+    """``value`` with lone surrogates in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [_scrub(item) for item in value]
+    if isinstance(value, dict):
+        return {_scrub(key): _scrub(item) for key, item in value.items()}
+    return value

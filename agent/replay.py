@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from agent.events import Event, EventParseError, event_from_json
-from agent.store import EVENTS_FILE
+from agent.store import EVENTS_FILE, unreadable_row
 
 _TYPE = re.compile(rb'"type"\s*:\s*"([^"]+)"')
 _TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]+)"')
@@ -114,6 +114,13 @@ class EventIndex:
                 return found[0] if found else None
         return None
 
+    def read_rows(self, start: int, stop: int) -> list[Event]:
+        """Lines ``start:stop``, a warning row in place of each corrupt one."""
+        return [
+            event if event is not None else unreadable_row("unreadable line")
+            for event in self.read_slots(start, stop)
+        ]
+
     def turn_of(self, position: int) -> int:
         """How many turns have started before ``position`` (0-based count)."""
         return bisect_left(self.turn_starts, position)
@@ -148,7 +155,7 @@ def _type_name(raw: bytes) -> str:
 def _epoch(stamp: str) -> float | None:
     try:
         return datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError):  # not a date, or out of the platform's range
         return None
 
 

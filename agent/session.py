@@ -43,6 +43,7 @@ from agent.events import (
     ToolRequest,
     UserMessageData,
     WorkingDirectoryContext,
+    is_event_id,
     now_iso,
 )
 from agent.history import History
@@ -185,7 +186,12 @@ class Session:
         """Rebuild a session from its log and continue it in the same file and mode."""
         read = read_events(store.events_path(session_id))
         meta = store.read_meta(session_id)
-        recorded_cwd = Path(str(meta.get("cwd"))) if meta.get("cwd") else None
+        recorded = meta.get("cwd")
+        recorded_cwd = (
+            Path(recorded)
+            if isinstance(recorded, str) and recorded and "\0" not in recorded
+            else None
+        )
         session = cls(
             session_id=session_id,
             model=model,
@@ -197,12 +203,15 @@ class Session:
             registry_factory=registry_factory,
             policy=policy,
         )
-        session._started_at = str(meta.get("startedAt") or session._started_at)
+        started = meta.get("startedAt")
+        session._started_at = started if isinstance(started, str) and started else now_iso()
         session._backlog = list(read.events)
         for event in read.events:
             session._fold(event)
-            if not event.ephemeral:
-                session._last_persisted_id = event.id or session._last_persisted_id
+            # New events chain to the last one the official parser can name: a
+            # damaged id would make every line written after it unparseable.
+            if not event.ephemeral and is_event_id(event.id):
+                session._last_persisted_id = event.id
         session._writer = await store.open_writer(session_id)
         for problem in read.problems:
             where = session._writer.torn_tail_moved_to

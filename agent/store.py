@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -27,13 +28,13 @@ from agent.events import (
     AssistantTurnEndData,
     AssistantTurnStartData,
     Event,
-    EventParseError,
     SessionAutopilotStoppedData,
     SessionErrorData,
     SessionModeChangedData,
     SessionStartData,
     SessionTaskCompleteData,
     SessionUsageCheckpointData,
+    SessionWarningData,
     ToolExecutionCompleteData,
     UserMessageData,
     event_from_json,
@@ -63,6 +64,7 @@ class ReadProblem:
 class ReadResult:
     events: list[Event] = field(default_factory=list)
     problems: list[ReadProblem] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # the line number of each event
     # Bytes of an unterminated last line that did not parse: a writer died mid-line.
     torn_tail: str | None = None
 
@@ -81,7 +83,8 @@ def parse_lines(text: str, *, first_line: int = 1) -> ReadResult:
             continue
         try:
             result.events.append(event_from_json(line))
-        except (json.JSONDecodeError, EventParseError) as exc:
+            result.lines.append(number)
+        except ValueError as exc:
             is_last = offset == len(lines) - 1
             if is_last and not last_is_whole:
                 result.torn_tail = line
@@ -91,6 +94,35 @@ def parse_lines(text: str, *, first_line: int = 1) -> ReadResult:
             else:
                 result.problems.append(ReadProblem(number, f"unreadable line: {exc}"))
     return result
+
+
+def with_unreadable_rows(result: ReadResult) -> list[Event]:
+    """The events, with a warning in place of each line that could not be read.
+
+    For renderers: the rows say where the log is damaged (the lines stay in the
+    file). These warnings are never written anywhere.
+    """
+    if not result.problems:
+        return list(result.events)
+    out: list[Event] = []
+    problems = iter(result.problems)
+    problem = next(problems, None)
+    for line, event in zip(result.lines, result.events, strict=True):
+        while problem is not None and problem.line < line:
+            out.append(unreadable_row(problem.reason, problem.line))
+            problem = next(problems, None)
+        out.append(event)
+    while problem is not None:
+        out.append(unreadable_row(problem.reason, problem.line))
+        problem = next(problems, None)
+    return out
+
+
+def unreadable_row(reason: str, line: int | None = None) -> Event:
+    """A warning to show where a line of the log could not be read."""
+    where = f"events.jsonl line {line}" if line is not None else "events.jsonl"
+    message = f"{where}: {reason} (the line is kept in the file)"
+    return Event.new(SessionWarningData(warning_type="unreadable_line", message=message), None)
 
 
 def read_events(path: Path) -> ReadResult:
@@ -133,18 +165,31 @@ def set_aside_torn_tail(path: Path) -> Path | None:
         fragment = tail.decode("utf-8", errors="replace")
         try:
             event_from_json(fragment)
-        except (json.JSONDecodeError, EventParseError):
+        except ValueError:
             pass
         else:
             # A whole event that only lacks its newline: keep it, terminate it.
             fh.seek(0, os.SEEK_END)
             fh.write(b"\n")
             return None
-        stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-        aside = path.with_name(f"{path.stem}.torn-{stamp}.jsonl")
-        aside.write_bytes(tail)
+        aside = _keep_fragment(path, tail)
         fh.truncate(pos)
     return aside
+
+
+def _keep_fragment(path: Path, fragment: bytes) -> Path:
+    """Write ``fragment`` to a new private file beside ``path`` (never over another)."""
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+    for n in itertools.count():
+        aside = path.with_name(f"{path.stem}.torn-{stamp}{f'-{n}' if n else ''}.jsonl")
+        try:
+            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out:
+            out.write(fragment)
+        return aside
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # --- writing -------------------------------------------------------------------
@@ -248,9 +293,9 @@ class SessionSummary:
         try:
             start = datetime.fromisoformat(self.started)
             end = datetime.fromisoformat(self.updated)
-        except ValueError:
+            return max(0.0, (end - start).total_seconds())
+        except (ValueError, TypeError):  # TypeError: one stamp has a zone, the other not
             return None
-        return max(0.0, (end - start).total_seconds())
 
 
 class SessionNotFound(LookupError):
@@ -287,9 +332,10 @@ class SessionStore:
         os.replace(tmp, path)
 
     def read_meta(self, session_id: str) -> dict[str, Any]:
+        """The metadata file, or {} when it is missing, unreadable or not an object."""
         try:
             data = json.loads((self.session_dir(session_id) / META_FILE).read_text("utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -310,7 +356,7 @@ class SessionStore:
         path = self.events_path(session_id)
         meta = self.read_meta(session_id)
         summary = SessionSummary(id=session_id, path=path)
-        if meta:
+        if meta and _meta_fits(meta):
             summary.started = str(meta.get("startedAt", ""))
             summary.updated = str(meta.get("updatedAt", ""))
             summary.cwd = str(meta.get("cwd", ""))
@@ -420,6 +466,30 @@ def _int(value: object) -> int:
 
 def _float(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+_META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "startedAt": str,
+    "updatedAt": str,
+    "cwd": str,
+    "model": str,
+    "mode": str,
+    "turns": int,
+    "firstPrompt": str,
+    "toolCalls": int,
+    "outcome": str,
+    "pid": (int, type(None)),
+}
+
+
+def _meta_fits(meta: dict[str, Any]) -> bool:
+    """Whether every field the listing reads has its type; a damaged metadata file is
+    ignored and the listing reads the log instead."""
+    for key, kind in _META_TYPES.items():
+        value = meta.get(key)
+        if key in meta and (not isinstance(value, kind) or isinstance(value, bool)):
+            return False
+    return True
 
 
 def _alive(pid: object) -> bool:

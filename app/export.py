@@ -13,7 +13,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from agent.store import read_events
+from agent.store import read_events, with_unreadable_rows
 from agent.transcript import (
     AbortBlock,
     Block,
@@ -35,7 +35,7 @@ _GLYPH = {"success": "✓", "failure": "✗", "interrupted": "■", "running": "
 
 
 def export_session(path: Path, fmt: str) -> str:
-    transcript = fold(read_events(path).events, replay=True)
+    transcript = fold(with_unreadable_rows(read_events(path)), replay=True)
     return to_html(transcript) if fmt == "html" else to_markdown(transcript)
 
 

@@ -161,5 +161,5 @@ class SessionBrowser(Screen[None]):
 def _short_time(stamp: str) -> str:
     try:
         return datetime.fromisoformat(stamp).astimezone().strftime("%m-%d %H:%M")
-    except ValueError:
+    except (ValueError, OverflowError):  # not a date, or one the local zone cannot hold
         return stamp[:16]

@@ -117,5 +117,5 @@ def _home_relative(cwd: str) -> str:
 def _local(stamp: str) -> str:
     try:
         return datetime.fromisoformat(stamp).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
+    except (ValueError, OverflowError):  # not a date, or one the local zone cannot hold
         return stamp

@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from agent.events import Event, event_from_json
 from agent.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
+from agent.store import unreadable_row
 from agent.transcript import Transcript
 from app.app_setup import set_up
 from widgets.format import duration
@@ -157,8 +158,7 @@ class ReplayScreen(ViewerScreen):
     def _show_next(self) -> None:
         event = self._event_at(self.position)
         self.position += 1
-        if event is not None:
-            self.timeline.apply(event)
+        self.timeline.apply(event if event is not None else unreadable_row("unreadable line"))
         self._gap_note = ""
         self._update_bar()
 
@@ -174,7 +174,7 @@ class ReplayScreen(ViewerScreen):
         self.timeline.reset(transcript)
         if start > 0:
             self.timeline.mark(f"… {first_turn} earlier turns not loaded (press g to start over)")
-        self.timeline.load(self.index.read(start, position))
+        self.timeline.load(self.index.read_rows(start, position))
         self.position = position
         self._cache, self._cache_start = [], 0
         self._update_bar()
@@ -273,7 +273,7 @@ class WatchScreen(ViewerScreen):
         transcript.turns = max(0, turns - WINDOW_TURNS)
         _seed_usage(transcript, index, start)
         self.timeline.reset(transcript)
-        self.timeline.load(index.read(start, len(index)))
+        self.timeline.load(index.read_rows(start, len(index)))
         self.follower.skip_to(index.size)
         self.set_interval(POLL_SECONDS, self.poll)  # stops with the screen
         self._update_bar()

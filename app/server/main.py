@@ -78,12 +78,16 @@ def _setup_logging(level_name: str | None) -> Path | None:
     root.setLevel(level)
     if level > logging.CRITICAL:
         return None
-    folder = loopdeck_home() / "logs"
+    home = loopdeck_home()
+    folder = home / "logs"
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Private like the sessions (0700 / 0600): logs name paths and prompts.
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(exist_ok=True, mode=0o700)
         for old in sorted(folder.glob("headless-*.log"))[:-_KEEP_LOGS]:
             old.unlink(missing_ok=True)
         path = folder / f"headless-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
     except OSError:
         path = None
