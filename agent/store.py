@@ -316,7 +316,7 @@ class SessionStore:
         return self.session_dir(session_id) / EVENTS_FILE
 
     async def open_writer(self, session_id: str) -> SessionWriter:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.root)
         with contextlib.suppress(OSError):
             os.chmod(self.home, 0o700)
         writer = SessionWriter(self.events_path(session_id))
@@ -490,6 +490,18 @@ def _meta_fits(meta: dict[str, Any]) -> bool:
         if key in meta and (not isinstance(value, kind) or isinstance(value, bool)):
             return False
     return True
+
+
+def make_private_dirs(path: Path) -> None:
+    """``mkdir -p`` where every folder it creates is 0700 (``Path.mkdir`` gives the
+    parents the umask's mode)."""
+    missing: list[Path] = []
+    for part in (path, *path.parents):
+        if part.exists():
+            break
+        missing.append(part)
+    for part in reversed(missing):
+        part.mkdir(exist_ok=True, mode=0o700)
 
 
 def _alive(pid: object) -> bool:

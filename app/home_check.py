@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from agent.store import loopdeck_home
+from agent.store import loopdeck_home, make_private_dirs
 
 FIX = "set LOOPDECK_HOME to a writable directory"
 
@@ -29,7 +29,7 @@ def home_problem(home: Path, *, write: bool) -> str | None:
         return None
     folder = home / "session-state"
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(folder)
         # Root can create in a chmod'd folder; a read-only filesystem still says no.
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-test-")
         os.close(fd)

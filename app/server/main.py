@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from agent.store import SessionStore, loopdeck_home
+from agent.store import SessionStore, loopdeck_home, make_private_dirs
 from app.server.methods import Runtime
 from app.server.rpc import Connection
 
@@ -82,8 +82,7 @@ def _setup_logging(level_name: str | None) -> Path | None:
     folder = home / "logs"
     try:
         # Private like the sessions (0700 / 0600): logs name paths and prompts.
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        folder.mkdir(exist_ok=True, mode=0o700)
+        make_private_dirs(folder)
         for old in sorted(folder.glob("headless-*.log"))[:-_KEEP_LOGS]:
             old.unlink(missing_ok=True)
         path = folder / f"headless-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
