@@ -56,7 +56,9 @@ def provider_error_from(
     if error_type in ("connection", "timeout") or _missing_key(detail):
         # No HTTP answer came back: litellm's 500 / 408 would be made up.
         status = None
-    message = summary + (f" Details: {detail}" if detail and error_type != "timeout" else "")
+    # The summary already says all a timeout or a missing key has to say.
+    quiet = error_type == "timeout" or _missing_key(detail)
+    message = summary + (f" Details: {detail}" if detail and not quiet else "")
     return ProviderError(
         error_type,
         redact(message, secrets),
