@@ -82,6 +82,18 @@ class LiteLLMModel:
     def retry_policy(self) -> RetryPolicy:
         return self._retry_policy
 
+    @property
+    def api_base(self) -> str | None:
+        return self._api_base
+
+    @property
+    def connect_timeout(self) -> float:
+        return self._connect_timeout
+
+    @property
+    def idle_timeout(self) -> float:
+        return self._idle_timeout
+
     async def stream(
         self,
         messages: list[dict[str, Any]],
