@@ -32,6 +32,12 @@ class Behaviour:
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes = b""
+    # The server puts the bearer token it received where this marker is, as real
+    # servers do in "Incorrect API key provided: …"; the client must redact it.
+    echo_key: bool = False
+
+
+KEY_MARKER = "@@BEARER@@"
 
 
 # --- building blocks -----------------------------------------------------------
@@ -126,9 +132,20 @@ def malformed_tool_call(name: str = "view") -> Behaviour:
     return tool_call(name, '{"path": "notes.txt", ', behaviour_name="malformed_tool_call")
 
 
-def status(code: int, *, retry_after: str | None = None, message: str | None = None) -> Behaviour:
-    """An HTTP error with an OpenAI-shaped JSON error body (and optionally Retry-After)."""
+def status(
+    code: int,
+    *,
+    retry_after: str | None = None,
+    message: str | None = None,
+    echo_key: bool = False,
+) -> Behaviour:
+    """An HTTP error with an OpenAI-shaped JSON error body (and optionally Retry-After).
+
+    ``echo_key``: the message quotes the API key the request carried, as OpenAI's 401 does.
+    """
     kinds = {401: "invalid_request_error", 429: "rate_limit_exceeded"}
+    if echo_key:
+        message = f"Incorrect API key provided: {KEY_MARKER}. You can find your API key at …"
     error = {
         "message": message or f"fake server says {code}",
         "type": kinds.get(code, "server_error"),
@@ -142,6 +159,7 @@ def status(code: int, *, retry_after: str | None = None, message: str | None = N
         status=code,
         headers=headers,
         body=json.dumps({"error": error}).encode(),
+        echo_key=echo_key,
     )
 
 
@@ -191,3 +209,9 @@ def stall(before: str = "Thinking about") -> Behaviour:
 def length_cut(content: str = "This reply was cut by the token cap") -> Behaviour:
     """A complete stream whose finish_reason is ``length``."""
     return text(content, finish_reason="length", name="length_cut")
+
+
+def invalid_request(reason: str) -> Behaviour:
+    """OpenAI's 400 for a request it will not take (the server picks this itself)."""
+    body = {"error": {"message": reason, "type": "invalid_request_error", "code": None}}
+    return Behaviour("invalid_request", kind="status", status=400, body=json.dumps(body).encode())

@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 
 from tests.fake_openai_behaviours import (
+    KEY_MARKER,
     MODEL,
     Behaviour,
     cut_stream,
@@ -46,6 +47,7 @@ from tests.fake_openai_behaviours import (
     empty_choices,
     hang,
     huge_reply,
+    invalid_request,
     length_cut,
     malformed_tool_call,
     stall,
@@ -65,6 +67,7 @@ __all__ = [
     "empty_choices",
     "hang",
     "huge_reply",
+    "invalid_request",
     "length_cut",
     "malformed_tool_call",
     "openai_server",
@@ -112,7 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        behaviour = fake._next_behaviour()
+        problem = _invalid_request(body)
+        # A request OpenAI would refuse is refused here too, without using the script.
+        behaviour = invalid_request(problem) if problem else fake._next_behaviour()
         request = RecordedRequest(
             method="POST",
             path=self.path,
@@ -143,14 +148,18 @@ class _Handler(BaseHTTPRequestHandler):
             case "hang":
                 self._block(request)
             case "status":
+                payload = behaviour.body
+                if behaviour.echo_key:
+                    token = (request.header("authorization") or "").removeprefix("Bearer ")
+                    payload = payload.replace(KEY_MARKER.encode(), token.encode())
                 self.send_response(behaviour.status)
                 for key, value in behaviour.headers:
                     self.send_header(key, value)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(behaviour.body)))
+                self.send_header("Content-Length", str(len(payload)))
                 self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(behaviour.body)
+                self.wfile.write(payload)
             case "empty":
                 self.send_response(200)
                 content_type = "text/event-stream" if streaming else "application/json"
@@ -235,6 +244,41 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.close_connection = True
+
+
+def _invalid_request(body: bytes) -> str | None:
+    """Why OpenAI would answer 400 to this body, for the mistakes a client can make
+    with conversation history (tool results without their call, calls left unanswered)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return "We could not parse the JSON body of your request."
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array."
+    unanswered: list[str] = []
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in unanswered:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceding message with 'tool_calls' (tool_call_id {call_id!r})."
+                )
+            unanswered.remove(call_id)
+            continue
+        if unanswered:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(unanswered)}"
+            )
+        if role == "assistant":
+            unanswered = [call.get("id") for call in message.get("tool_calls") or []]
+    if unanswered:
+        return f"tool_call_ids without a response message: {', '.join(unanswered)}"
+    return None
 
 
 def _fold(events: tuple[dict[str, Any], ...]) -> dict[str, Any]:

@@ -311,3 +311,56 @@ def test_close_unblocks_and_joins_every_thread() -> None:
 def test_unknown_route_is_404(openai_server: FakeOpenAIServer, client: httpx.Client) -> None:
     assert client.post(f"{openai_server.base_url}/embeddings", json={}).status_code == 404
     assert client.get(f"{openai_server.base_url}/models").json()["data"][0]["id"] == "fake-model"
+
+
+def test_401_can_echo_the_key_it_was_sent(
+    openai_server: FakeOpenAIServer, client: httpx.Client
+) -> None:
+    openai_server.script(status(401, echo_key=True))
+    response = client.post(f"{openai_server.base_url}/chat/completions", json=BODY)
+    assert response.status_code == 401
+    assert f"Incorrect API key provided: {KEY}." in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ([], "non-empty"),
+        ([{"role": "tool", "tool_call_id": "c1", "content": "x"}], "must be a response"),
+        (
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function"}]},
+                {"role": "user", "content": "and?"},
+            ],
+            "did not have response messages: c1",
+        ),
+    ],
+)
+def test_history_openai_would_refuse_gets_a_400_without_using_the_script(
+    openai_server: FakeOpenAIServer, client: httpx.Client, messages: Any, problem: str
+) -> None:
+    openai_server.script(text("scripted"))
+    response = client.post(
+        f"{openai_server.base_url}/chat/completions", json={**BODY, "messages": messages}
+    )
+    assert response.status_code == 400
+    assert problem in response.json()["error"]["message"]
+    assert openai_server.requests[-1].behaviour.name == "invalid_request"
+    assert openai_server.pending == 1
+
+
+def test_answered_tool_calls_are_accepted(
+    openai_server: FakeOpenAIServer, client: httpx.Client
+) -> None:
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "result"},
+        {"role": "user", "content": "thanks"},
+    ]
+    response = client.post(
+        f"{openai_server.base_url}/chat/completions",
+        json={**BODY, "messages": messages, "stream": False},
+    )
+    assert response.status_code == 200
