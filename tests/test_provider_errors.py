@@ -22,9 +22,19 @@ from agent.models.litellm_import import import_litellm
 from agent.models.provider_errors import provider_error_from, strip_credentials
 from agent.session import Session
 from agent.store import SessionStore
+from tests.fake_openai_server import (
+    FakeOpenAIServer,
+    cut_stream,
+    drop_mid_text,
+    empty_body,
+    empty_choices,
+    openai_server,
+    status,
+)
 from tests.scripting import FakeRecorder
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+__all__ = ["openai_server"]  # the fixture
 RETRYABLE = {"rate_limit", "server", "timeout", "connection"}
 
 
@@ -280,3 +290,27 @@ async def test_a_reply_with_only_tool_calls_is_not_empty(
         item async for item in LiteLLMModel("openai/gpt-4o").stream(MESSAGES, [], call_index=0)
     ]
     assert isinstance(items[-1], ModelReply) and items[-1].tool_calls
+
+
+# --- the same, from a real HTTP server ------------------------------------------------
+
+
+async def test_faults_from_a_real_server_are_classified(openai_server: FakeOpenAIServer) -> None:
+    model = LiteLLMModel("openai/test-model", api_base=openai_server.base_url, idle_timeout=30)
+    cases = [
+        (status(401), "auth", 401, "OPENAI_API_KEY"),
+        (status(404), "bad_request", 404, "does not know the model"),
+        (status(429), "rate_limit", 429, "Rate limited"),
+        (status(503), "server", 503, "server error (503)"),
+        (drop_mid_text(), "connection", None, "dropped in the middle of the reply"),
+        (cut_stream(), "connection", None, "ended before it was complete"),
+        (empty_choices(), "empty_response", None, "empty reply"),
+        (empty_body(), "empty_response", None, "empty reply"),
+    ]
+    for behaviour, error_type, status_code, words in cases:
+        openai_server.script(behaviour)
+        error = await fail(model)
+        assert (error.error_type, error.status_code) == (error_type, status_code), behaviour.name
+        assert words in error.message, (behaviour.name, error.message)
+        assert "Original exception" not in error.message
+        assert error.retryable == (error_type in RETRYABLE)
