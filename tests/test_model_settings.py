@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from agent.models.base import RetryPolicy
-from agent.models.litellm_client import LiteLLMModel
+from agent.models.litellm_client import PLACEHOLDER_API_KEY, LiteLLMModel
 from agent.models.settings import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -18,6 +19,9 @@ from agent.models.settings import (
     worst_case_seconds,
 )
 from agent.store import SessionStore
+from tests.fake_openai_server import FakeOpenAIServer, empty_body, openai_server, text
+
+__all__ = ["openai_server"]  # the fixture
 from app.cli import build_parser, main
 from app.model_setup import SetupError, make_model, open_session, provider_settings
 from app.server.methods import Runtime
@@ -185,3 +189,47 @@ def test_the_sdk_runtime_gets_the_settings(tmp_path: Path, config_file: Path) ->
         assert isinstance(model, LiteLLMModel)
         assert (model.connect_timeout, model.idle_timeout) == (2.0, 30.0)
         assert model.retry_policy.max_retries == 5
+
+
+# --- a local server without a key -----------------------------------------------------
+
+
+def test_local_server_needs_no_key(
+    capsys: pytest.CaptureFixture[str],
+    openai_server: FakeOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.endswith(("_API_KEY", "_AUTH_TOKEN")):
+            monkeypatch.delenv(name)
+    openai_server.script(text("Hello from the local server."))
+    argv = ["-p", "hi", "--model", "openai/local", "--api-base", openai_server.base_url]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert out == "Hello from the local server.\n"
+    sent = openai_server.requests[-1].header("Authorization")
+    assert sent == f"Bearer {PLACEHOLDER_API_KEY}"
+
+    # A real key in the environment is the one sent.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-server-key-1234")
+    openai_server.script(text("Again."))
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert openai_server.requests[-1].header("Authorization") == "Bearer sk-local-server-key-1234"
+
+
+def test_an_empty_reply_exits_1(
+    capsys: pytest.CaptureFixture[str],
+    openai_server: FakeOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-for-empty-reply")
+    openai_server.script(empty_body())
+    argv = ["-p", "hi", "--model", "openai/local", "--api-base", openai_server.base_url]
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert out == "" and "error (empty_response)" in err
