@@ -87,7 +87,8 @@ class RecordedRequest:
     headers: dict[str, str]
     body: bytes
     behaviour: Behaviour
-    received_at: float
+    received_at: float  # time.monotonic(), for intervals
+    received_wall: float  # time.time(), to compare with event timestamps
     blocked: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -125,6 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
             behaviour=behaviour,
             received_at=time.monotonic(),
+            received_wall=time.time(),
         )
         fake._record(request)
         try:

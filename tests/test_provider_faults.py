@@ -11,6 +11,7 @@ run resumes against a healthy server.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -76,6 +77,15 @@ SLACK = 6.0
 def litellm_imported() -> None:
     # Paid once, so no case's time bound includes the import.
     import_litellm()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running() -> Iterator[None]:
+    """No thread a case started (server handlers, the client's workers) outlives it."""
+    before = set(threading.enumerate())
+    yield
+    left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not left, left
 
 
 @pytest.fixture
