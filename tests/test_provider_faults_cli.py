@@ -51,6 +51,9 @@ from tests.test_provider_faults import (
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 
+# litellm's own use of deprecated pydantic attributes, not ours.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm")
+
 __all__ = ["nothing_left_running"]  # an autouse fixture, imported to apply here too
 
 ROOT = Path(__file__).resolve().parents[1]
