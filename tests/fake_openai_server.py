@@ -439,6 +439,13 @@ class FakeOpenAIServer:
         with self._cond:
             self._queue.extend(behaviours)
 
+    def clear(self) -> int:
+        """Drop the behaviours not yet used; how many there were."""
+        with self._cond:
+            unused = len(self._queue)
+            self._queue.clear()
+            return unused
+
     def release(self) -> None:
         """Let every hanging or stalled answer end (its connection is then closed)."""
         self._released.set()

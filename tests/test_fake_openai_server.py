@@ -364,3 +364,12 @@ def test_answered_tool_calls_are_accepted(
         json={**BODY, "messages": messages, "stream": False},
     )
     assert response.status_code == 200
+
+
+def test_clear_drops_what_is_left_of_the_script(
+    openai_server: FakeOpenAIServer, client: httpx.Client
+) -> None:
+    openai_server.script(status(500), status(502))
+    assert client.post(f"{openai_server.base_url}/chat/completions", json=BODY).status_code == 500
+    assert openai_server.clear() == 1
+    assert client.post(f"{openai_server.base_url}/chat/completions", json=BODY).status_code == 200
