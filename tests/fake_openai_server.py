@@ -130,7 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         fake._record(request)
         try:
-            self._answer(request, body)
+            self._answer(request)
         except OSError:
             pass  # the client went away (e.g. its timeout fired): nothing left to say
         finally:
@@ -143,9 +143,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
-    def _answer(self, request: RecordedRequest, body: bytes) -> None:
+    def _answer(self, request: RecordedRequest) -> None:
         behaviour = request.behaviour
-        streaming = bool(request.json.get("stream")) if body else False
+        streaming = behaviour.kind != "status" and bool(request.json.get("stream"))
         match behaviour.kind:
             case "hang":
                 self._block(request)
@@ -228,7 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drop(self) -> None:
         self.wfile.flush()
-        # A reset, not a polite FIN: the client sees the body end mid-stream.
+        # The chunked body is never terminated; linger 0 makes the close a reset, as
+        # when the server process dies or a proxy gives up.
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.connection.shutdown(socket.SHUT_RDWR)
 
