@@ -143,7 +143,7 @@ _ALIASES: dict[str, str] = {
     "context_window": "context_limit",
     "server_error": "server",
     "overloaded": "server",
-    "network": "timeout",
+    "network": "connection",
 }
 _DEFAULT_HINT = "send again to retry; if it keeps failing, switch model with --model"
 

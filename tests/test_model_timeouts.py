@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -220,10 +220,11 @@ def test_headless_run_against_a_hanging_server_ends_within_the_bound(
         "--output-format",
         "json",
     ]
-    # litellm is imported before main() so the measured turn holds no import time.
+    # litellm is imported first so the measured turn holds no import time; then the
+    # command runs as the installed one does (app.cli.entry).
     code = (
         "import sys; from agent.models.litellm_import import import_litellm; import_litellm(); "
-        f"from app.cli import main; sys.exit(main({argv!r}))"
+        f"sys.argv = ['loopdeck', *{argv!r}]; from app.cli import entry; entry()"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -233,6 +234,7 @@ def test_headless_run_against_a_hanging_server_ends_within_the_bound(
         text=True,
         timeout=GUARD_SECONDS + bound,
     )
+    exited = datetime.now(UTC)
     assert proc.returncode == 1, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     types = [e["type"] for e in events]
@@ -249,3 +251,37 @@ def test_headless_run_against_a_hanging_server_ends_within_the_bound(
     took = (at("session.error") - at("assistant.turn_start")).total_seconds()
     # Each attempt waited for the idle timeout (the connection itself succeeds).
     assert 2 * idle <= took <= bound + 1.0, (took, bound)
+    # And the process is gone soon after: no seconds-long interpreter teardown.
+    assert (exited - at("session.error")).total_seconds() < 3.0
+
+
+def test_a_headless_run_leaves_without_the_interpreter_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.cli
+    import app.headless
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "done"}]}), "utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(app.headless, "session_closed", False)
+    exits: list[int] = []
+
+    class FakeExit(BaseException):
+        pass
+
+    def fake_exit(code: int) -> None:
+        exits.append(code)
+        raise FakeExit
+
+    monkeypatch.setattr(app.cli.os, "_exit", fake_exit)
+    monkeypatch.setattr(sys, "argv", ["loopdeck", "-p", "hi", "--model", f"scripted:{script}"])
+    with pytest.raises(FakeExit):
+        app.cli.entry()
+    assert exits == [0]  # after the session was closed
+    # Anything else (here: a usage error) leaves the ordinary way.
+    monkeypatch.setattr(app.headless, "session_closed", False)
+    monkeypatch.setattr(sys, "argv", ["loopdeck", "--idle-timeout", "0"])
+    with pytest.raises(SystemExit):
+        app.cli.entry()
+    assert exits == [0]

@@ -314,3 +314,11 @@ async def test_faults_from_a_real_server_are_classified(openai_server: FakeOpenA
         assert words in error.message, (behaviour.name, error.message)
         assert "Original exception" not in error.message
         assert error.retryable == (error_type in RETRYABLE)
+
+
+async def test_a_model_without_provider_prefix_says_how_to_write_it() -> None:
+    # litellm refuses before any request: it cannot tell which API to speak.
+    error = await fail(LiteLLMModel("qwen2.5-coder", api_base="http://127.0.0.1:8080/v1"))
+    assert error.error_type == "bad_request" and not error.retryable
+    assert "openai/qwen2.5-coder" in error.message
+    assert error.status_code is None

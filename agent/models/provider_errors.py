@@ -53,11 +53,15 @@ def provider_error_from(
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     summary = _summary(error_type, exc, litellm, ctx, status, detail)
-    if error_type in ("connection", "timeout") or _missing_key(detail):
+    if (
+        error_type in ("connection", "timeout")
+        or _missing_key(detail)
+        or _NO_PROVIDER.search(detail)
+    ):
         # No HTTP answer came back: litellm's 500 / 408 would be made up.
         status = None
-    # The summary already says all a timeout or a missing key has to say.
-    quiet = error_type == "timeout" or _missing_key(detail)
+    # The summary already says all a timeout, a missing key or prefix has to say.
+    quiet = error_type == "timeout" or _missing_key(detail) or bool(_NO_PROVIDER.search(detail))
     message = summary + (f" Details: {detail}" if detail and not quiet else "")
     return ProviderError(
         error_type,
@@ -95,6 +99,8 @@ _NOT_FOUND = re.compile(
     r"|unknown model|no such model|not a valid model",
     re.IGNORECASE,
 )
+# litellm could not tell which API the model string speaks (no provider/ prefix).
+_NO_PROVIDER = re.compile(r"LLM Provider NOT provided", re.IGNORECASE)
 # The body ended cleanly but the reply never said it was finished.
 _ENDED_EARLY = re.compile(r"stream ended before a finish_reason", re.IGNORECASE)
 _CONNECTION = re.compile(
@@ -123,6 +129,8 @@ def _classify(exc: BaseException, litellm: ModuleType, detail: str) -> str:
     status = status if isinstance(status, int) else None
     if _missing_key(detail):
         return "auth"
+    if _NO_PROVIDER.search(detail):
+        return "bad_request"
     if isinstance(exc, litellm.ContextWindowExceededError) or _CONTEXT.search(detail):
         return "context_limit"
     if isinstance(exc, litellm.RateLimitError) or status == 429:
@@ -193,6 +201,11 @@ def _summary(
                 else "Check the network connection."
             )
             return f"Could not reach {_lower(where)} ({model}). {check}"
+        case "bad_request" if _NO_PROVIDER.search(detail):
+            return (
+                f"loopdeck cannot tell which API {model} speaks: write it with its provider, "
+                f"e.g. openai/{model} for an OpenAI-compatible server, ollama/{model} for Ollama."
+            )
         case "bad_request" if (
             isinstance(exc, litellm.NotFoundError) or status == 404 or _NOT_FOUND.search(detail)
         ):
