@@ -60,9 +60,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Process start-up (Python, then litellm's import: ~4 s of CPU each) on a loaded
 # two-core machine. Only a bound on failure: nothing waits for it to pass.
 STARTUP = 90.0
-# From session.idle to the process gone: interpreter teardown (collecting litellm's
-# objects takes seconds on this class of machine), on a loaded machine.
-TEARDOWN = 15.0
+# From session.idle to the process gone, on a loaded machine.
+TEARDOWN = 10.0
 
 
 @dataclass
