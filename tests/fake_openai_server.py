@@ -87,7 +87,8 @@ class RecordedRequest:
     headers: dict[str, str]
     body: bytes
     behaviour: Behaviour
-    received_at: float
+    received_at: float  # time.monotonic(), for intervals
+    received_wall: float  # time.time(), to compare with event timestamps
     blocked: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -125,10 +126,11 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
             behaviour=behaviour,
             received_at=time.monotonic(),
+            received_wall=time.time(),
         )
         fake._record(request)
         try:
-            self._answer(request, body)
+            self._answer(request)
         except OSError:
             pass  # the client went away (e.g. its timeout fired): nothing left to say
         finally:
@@ -141,9 +143,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
-    def _answer(self, request: RecordedRequest, body: bytes) -> None:
+    def _answer(self, request: RecordedRequest) -> None:
         behaviour = request.behaviour
-        streaming = bool(request.json.get("stream")) if body else False
+        streaming = behaviour.kind != "status" and bool(request.json.get("stream"))
         match behaviour.kind:
             case "hang":
                 self._block(request)
@@ -226,7 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drop(self) -> None:
         self.wfile.flush()
-        # A reset, not a polite FIN: the client sees the body end mid-stream.
+        # The chunked body is never terminated; linger 0 makes the close a reset, as
+        # when the server process dies or a proxy gives up.
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.connection.shutdown(socket.SHUT_RDWR)
 
@@ -436,6 +439,13 @@ class FakeOpenAIServer:
         """Queue behaviours for the next requests, in order (after any already queued)."""
         with self._cond:
             self._queue.extend(behaviours)
+
+    def clear(self) -> int:
+        """Drop the behaviours not yet used; how many there were."""
+        with self._cond:
+            unused = len(self._queue)
+            self._queue.clear()
+            return unused
 
     def release(self) -> None:
         """Let every hanging or stalled answer end (its connection is then closed)."""

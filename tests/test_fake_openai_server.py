@@ -325,6 +325,7 @@ def test_401_can_echo_the_key_it_was_sent(
 @pytest.mark.parametrize(
     ("messages", "problem"),
     [
+        (None, "could not parse"),
         ([], "non-empty"),
         ([{"role": "tool", "tool_call_id": "c1", "content": "x"}], "must be a response"),
         (
@@ -341,9 +342,11 @@ def test_history_openai_would_refuse_gets_a_400_without_using_the_script(
     openai_server: FakeOpenAIServer, client: httpx.Client, messages: Any, problem: str
 ) -> None:
     openai_server.script(text("scripted"))
-    response = client.post(
-        f"{openai_server.base_url}/chat/completions", json={**BODY, "messages": messages}
-    )
+    url = f"{openai_server.base_url}/chat/completions"
+    if messages is None:
+        response = client.post(url, content=b"{not json")
+    else:
+        response = client.post(url, json={**BODY, "messages": messages})
     assert response.status_code == 400
     assert problem in response.json()["error"]["message"]
     assert openai_server.requests[-1].behaviour.name == "invalid_request"
@@ -364,3 +367,12 @@ def test_answered_tool_calls_are_accepted(
         json={**BODY, "messages": messages, "stream": False},
     )
     assert response.status_code == 200
+
+
+def test_clear_drops_what_is_left_of_the_script(
+    openai_server: FakeOpenAIServer, client: httpx.Client
+) -> None:
+    openai_server.script(status(500), status(502))
+    assert client.post(f"{openai_server.base_url}/chat/completions", json=BODY).status_code == 500
+    assert openai_server.clear() == 1
+    assert client.post(f"{openai_server.base_url}/chat/completions", json=BODY).status_code == 200

@@ -11,6 +11,7 @@ run resumes against a healthy server.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -76,6 +77,15 @@ SLACK = 6.0
 def litellm_imported() -> None:
     # Paid once, so no case's time bound includes the import.
     import_litellm()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running() -> Iterator[None]:
+    """No thread a case started (server handlers, the client's workers) outlives it."""
+    before = set(threading.enumerate())
+    yield
+    left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not left, left
 
 
 @pytest.fixture
@@ -228,7 +238,8 @@ class Case:
 
     def worst_case(self) -> float:
         """Longest this case may take: each attempt waiting out the idle timeout if the
-        case is one that times out, plus the backoff between attempts."""
+        case is one that times out, plus the backoff between attempts (README, "How long
+        a dead server can hold a call": the server accepts, then never answers)."""
         cfg = self.config
         waits = self.requests * cfg["idle_timeout"] if cfg is TIMING_OUT else 0.0
         backoff = sum(cfg["retry_base_delay"] * 2**n for n in range(self.retries))
@@ -368,6 +379,9 @@ def test_fault(
         last = case.script[-1]
         expected_status = last.status if last.kind == "status" else None
         assert errors[0]["data"].get("statusCode") == expected_status, errors[0]
+        if case.error_type != "empty_response":
+            # Says which server failed (a model reply that is empty is not the address's fault).
+            assert server.base_url in errors[0]["data"]["message"], errors[0]
     assert len(run.of("assistant.turn_retry")) == case.retries
 
     # What reached the server: every scripted answer used, each with the key.
@@ -526,3 +540,29 @@ def test_api_base_without_scheme_exits_2_before_any_call(
     assert f"http://{bare}" in run.err  # says what to write instead
     assert server.requests == []
     assert LEAK_MARK not in run.out + run.err
+
+
+def test_credentials_in_the_api_base_are_never_shown(
+    server: FakeOpenAIServer,
+    workspace: Path,
+    tmp_path: Path,
+    loopdeck_home: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A proxy's password in the URL is a secret too: the error names the server
+    without it. (litellm's HTTP client refuses such a URL next to a bearer key before
+    sending anything; whether it does or the server's 503 answers, the run fails.)"""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    write_config(tmp_path, FAST)
+    server.script(*every(status(503)))
+    secret_base = server.base_url.replace("//", "//proxy:pw-DO-NOT-LEAK-0a1b2c@")
+    run = run_cli(capfd, "-p", PROMPT, "--model", MODEL, "--api-base", secret_base)
+    assert run.code == EXIT_ERROR, run.err
+    assert_idle_once_and_last(run)
+    [error] = run.of("session.error")
+    assert server.base_url in error["data"]["message"], error
+    assert_key_nowhere(run, loopdeck_home, KEY)
+    assert_log_parses_officially(loopdeck_home, run.session_id)
+    server.clear()
+    assert_resumes(capfd, server, loopdeck_home, run.session_id)
