@@ -29,6 +29,7 @@ from typing import Any, Literal, TypeAlias
 
 from agent import permission_level
 from agent.events import (
+    WARNING_OUTPUT_TRUNCATED,
     AbortData,
     AssistantMessageData,
     AssistantMessageDeltaData,
@@ -136,8 +137,10 @@ _HINTS: dict[str, str] = {
     "rate_limit": "wait and retry, or switch model with --model",
     "context_limit": "start a new session or shorten the request",
     "server": "the provider had a problem; send again to retry",
-    "timeout": "the provider had a problem; send again to retry",
+    "timeout": "the server went quiet; send again, or allow a slow one more with --idle-timeout",
     "bad_request": "the provider rejected the request; rephrase it or switch model with --model",
+    "connection": "check that the model server is running and its URL is right, then send again",
+    "empty_response": "the model sent back nothing; send again, or switch model with --model",
 }
 _ALIASES: dict[str, str] = {
     "authentication": "auth",
@@ -149,7 +152,7 @@ _ALIASES: dict[str, str] = {
     "context_window": "context_limit",
     "server_error": "server",
     "overloaded": "server",
-    "network": "timeout",
+    "network": "connection",
 }
 _DEFAULT_HINT = "send again to retry; if it keeps failing, switch model with --model"
 
@@ -285,6 +288,7 @@ class TurnBlock:
     # until the next attempt's reply replaces it; kept if none does.
     cut_text: str = ""
     cut_attempt: int | None = None  # which attempt (1-based) cut_text comes from
+    cut_at_limit: bool = False  # the provider cut the reply at its output token limit
     tools: list[ToolCallBlock] = field(default_factory=list)
     speed: SpeedMeter = field(default_factory=SpeedMeter, repr=False)
     _text: _TextStream = field(default_factory=_TextStream, repr=False)
@@ -1093,6 +1097,10 @@ class Transcript:
         changes = [self._add(notice)]
         if d.warning_type == "model_retry" and self._open_turn is not None:
             changes.extend(self._retry(self._open_turn, d.message))
+        turn = self._open_turn or self._last_turn
+        if d.warning_type == WARNING_OUTPUT_TRUNCATED and turn is not None:
+            turn.cut_at_limit = True
+            changes.append(Change("updated", turn))
         return changes
 
     def _compaction_start(self, d: SessionCompactionStartData, ts: datetime | None) -> list[Change]:

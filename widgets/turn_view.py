@@ -19,7 +19,7 @@ from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
 from agent.transcript import ToolCallBlock, TurnBlock
-from widgets.format import cost, duration, speed, tokens
+from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, tokens
 from widgets.lazy_rich import rich_markdown
 from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
@@ -62,6 +62,8 @@ def header_text(block: TurnBlock, *, show_model: bool) -> Text:
     parts.append(speed(block.ttft_seconds, block.tokens_per_second))
     if block.retries:
         parts.append(f"{block.retries} retr{'y' if block.retries == 1 else 'ies'}")
+    if block.cut_at_limit:
+        parts.append(LIMIT_CUT_MARK)
     if block.status == "running":
         parts.append("thinking…" if not block.text and not block.tools else "working…")
     elif block.status in ("aborted", "error"):
@@ -140,6 +142,7 @@ class TurnView(Vertical):
         signature = (
             block.status,
             block.retries,
+            block.cut_at_limit,
             block.input_tokens,
             block.output_tokens,
             block.cost,
