@@ -17,7 +17,7 @@ from agent.session import Session
 from agent.store import SessionStore, read_events
 from agent.transcript import Transcript, TurnBlock, fold
 from app.export import export_session
-from widgets.format import CUT_MARK
+from widgets.format import LIMIT_CUT_MARK
 from widgets.turn_view import header_text
 
 session_events = pytest.importorskip("copilot.generated.session_events")
@@ -89,11 +89,11 @@ async def test_cut_reply_is_marked_in_log_transcript_timeline_and_exports(
     replayed = fold(read_events(log).events, replay=True)
     for transcript in (live, replayed):
         turn = only_turn(transcript)
-        assert turn.cut and turn.text == "Here is the sta"
-        assert CUT_MARK in header_text(turn, show_model=True).plain
+        assert turn.cut_at_limit and turn.text == "Here is the sta"
+        assert LIMIT_CUT_MARK in header_text(turn, show_model=True).plain
 
-    assert CUT_MARK in export_session(log, "markdown")
-    assert html.escape(CUT_MARK) in export_session(log, "html")
+    assert LIMIT_CUT_MARK in export_session(log, "markdown")
+    assert html.escape(LIMIT_CUT_MARK) in export_session(log, "html")
 
 
 async def test_a_finished_reply_is_not_marked(
@@ -102,6 +102,6 @@ async def test_a_finished_reply_is_not_marked(
     log, live = await run_reply(monkeypatch, tmp_path, "stop")
     assert "session.warning" not in log.read_text("utf-8")
     turn = only_turn(live)
-    assert not turn.cut
-    assert CUT_MARK not in header_text(turn, show_model=True).plain
-    assert CUT_MARK not in export_session(log, "markdown")
+    assert not turn.cut_at_limit
+    assert LIMIT_CUT_MARK not in header_text(turn, show_model=True).plain
+    assert LIMIT_CUT_MARK not in export_session(log, "markdown")
