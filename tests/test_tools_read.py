@@ -361,6 +361,10 @@ async def test_grep_ripgrep_path_with_injected_executable(
     ctx: ToolContext, ws: Path, tmp_path: Path
 ) -> None:
     script = fake_rg(tmp_path, FAKE_RG)
+    # Each reported line is checked against the file read beneath the workspace.
+    write(ws, "a.py", "1\n2\na three\n")
+    write(ws, "b.py", "1\r\n2\r\n3\r\n4\r\n5\r\n6\r\nb seven\r\n")
+    write(ws, "c.py", b"\xffhi\n")
     tool = GrepTool(rg_path=str(script))
     assert tool.ripgrep() == str(script)
     result = await tool.run(tool.Args(pattern="-x", glob="*.py", ignore_case=True), ctx)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import stat
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from agent.tools.beneath import WorkspacePath, locate, opened_parent, os_failure, write_new
 from agent.tools.edit import count_lines, unified_diff
-from agent.tools.paths import display_path, resolve_in_workspace
+from agent.tools.paths import display_path
 
 
 class CreateArgs(ToolArgs):
@@ -25,7 +28,7 @@ class CreateArgs(ToolArgs):
 
 @dataclass(frozen=True, slots=True)
 class PlannedCreate:
-    path: Path
+    where: WorkspacePath
     shown: str
     data: bytes
     diff: str
@@ -56,40 +59,43 @@ class CreateTool(Tool):
 
 
 def plan_create(args: CreateArgs, ctx: ToolContext) -> PlannedCreate:
-    target = resolve_in_workspace(ctx, args.path)
-    shown = display_path(ctx, target)
-    _refuse_existing(target, args.path)
+    where = locate(ctx, args.path)
+    shown = display_path(ctx, where.path)
+    _refuse_existing(where, args.path)
     try:
         data = args.file_text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError(f"file_text cannot be written as UTF-8: {exc.reason}") from exc
     diff = unified_diff("", args.file_text, "/dev/null", f"b/{shown}")
     return PlannedCreate(
-        path=target, shown=shown, data=data, diff=diff, lines=count_lines(args.file_text)
+        where=where, shown=shown, data=data, diff=diff, lines=count_lines(args.file_text)
     )
 
 
-def _refuse_existing(target: Path, asked: str) -> None:
-    if target.is_dir():
+def _refuse_existing(where: WorkspacePath, asked: str) -> None:
+    """The friendly refusal for a path already taken; the write itself never overwrites."""
+    try:
+        with opened_parent(where, asked) as parent:
+            st = os.stat(where.name, dir_fd=parent, follow_symlinks=False)
+    except ToolError:
+        return  # no parent yet (it will be made), or one the write will report on
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return
+        raise os_failure(exc, asked) from exc
+    if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{asked} is an existing directory; give a file path to create")
-    if target.exists() or target.is_symlink():
-        raise ToolError(
-            f"{asked} already exists; create only makes new files. "
-            "Use edit to change an existing file."
-        )
+    raise os_failure(FileExistsError(errno.EEXIST, "exists"), asked)
 
 
 def _write_new(planned: PlannedCreate, asked: str) -> None:
-    try:
-        planned.path.parent.mkdir(parents=True, exist_ok=True)
-        # "x" fails if the file appeared since the check, so nothing is ever overwritten.
-        with planned.path.open("xb") as f:
-            f.write(planned.data)
-    except FileExistsError as exc:
-        if planned.path.parent.is_dir():
-            _refuse_existing(planned.path, asked)
-        raise ToolError(f"cannot create {asked}: a parent path is a file, not a directory") from exc
-    except NotADirectoryError as exc:
-        raise ToolError(f"cannot create {asked}: a parent path is a file, not a directory") from exc
-    except OSError as exc:
-        raise ToolError(f"cannot create {asked}: {exc.strerror or exc}") from exc
+    # The parent is opened (and made) beneath the workspace root, and the file created in
+    # it with O_EXCL | O_NOFOLLOW: nothing that appeared since the check is overwritten.
+    with opened_parent(planned.where, asked, create=True) as parent:
+        try:
+            write_new(parent, planned.where.name, planned.data)
+        except FileExistsError:
+            _refuse_existing(planned.where, asked)
+            raise ToolError(f"{asked} already exists; create only makes new files.") from None
+        except OSError as exc:
+            raise os_failure(exc, asked) from exc

@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import difflib
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-from agent.tools.paths import display_path, resolve_in_workspace
+from agent.tools.beneath import (
+    READ_FLAGS,
+    WorkspacePath,
+    locate,
+    opened_parent,
+    os_failure,
+    replace,
+)
+from agent.tools.paths import display_path
 
 DIFF_CONTEXT = 3
 # Files larger than this are refused: the edit is done in memory, twice (old and new).
@@ -44,11 +49,11 @@ class EditArgs(ToolArgs):
 
 @dataclass(frozen=True, slots=True)
 class PlannedEdit:
-    path: Path
     shown: str
     data: bytes
     diff: str
     summary: str
+    original: os.stat_result  # the edited file's mode and owner are kept
 
 
 class EditTool(Tool):
@@ -66,39 +71,63 @@ class EditTool(Tool):
         return plan_edit(args, ctx).diff
 
     async def run(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
-        planned = await asyncio.to_thread(plan_edit, args, ctx)
-        try:
-            await asyncio.to_thread(write_atomic, planned.path, planned.data)
-        except OSError as exc:
-            raise ToolError(f"could not write {planned.shown}: {exc.strerror or exc}") from exc
+        planned = await asyncio.to_thread(_edit, args, ctx)
         return ToolResult(content=planned.summary, detailed_content=planned.diff)
 
 
 def plan_edit(args: EditArgs, ctx: ToolContext) -> PlannedEdit:
     """Work out the new file contents and diff, raising ToolError for every refusal."""
-    target = resolve_in_workspace(ctx, args.path)
-    shown = display_path(ctx, target)
+    where = locate(ctx, args.path)
+    with opened_parent(where, args.path) as parent:
+        return _plan_in(parent, where, args, ctx)
+
+
+def _edit(args: EditArgs, ctx: ToolContext) -> PlannedEdit:
+    where = locate(ctx, args.path)
+    # Read and replaced through one directory descriptor, opened beneath the workspace root.
+    with opened_parent(where, args.path) as parent:
+        planned = _plan_in(parent, where, args, ctx)
+        try:
+            replace(parent, where.name, planned.data, planned.original)
+        except OSError as exc:
+            raise ToolError(f"could not write {planned.shown}: {exc.strerror or exc}") from exc
+    return planned
+
+
+def _plan_in(parent: int, where: WorkspacePath, args: EditArgs, ctx: ToolContext) -> PlannedEdit:
+    shown = display_path(ctx, where.path)
     if not args.old_str:
         raise ToolError(
             "old_str is empty; give the exact text to replace (use create for a new file)"
         )
     if args.old_str == args.new_str:
         raise ToolError("old_str and new_str are the same; the edit would change nothing")
-    if not target.exists():
-        raise ToolError(f"{args.path} does not exist; use create to make a new file")
-    if target.is_dir():
-        raise ToolError(f"{args.path} is a directory, not a file")
-    if not target.is_file():
-        raise ToolError(f"{args.path} is not a regular file")
     try:
-        size = target.stat().st_size
-        if size > MAX_EDIT_BYTES:
+        # O_NOFOLLOW: the name was resolved already; a symlink here now was swapped in.
+        fd = os.open(where.name, READ_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+    except FileNotFoundError as exc:
+        raise ToolError(f"{args.path} does not exist; use create to make a new file") from exc
+    except OSError as exc:
+        raise os_failure(exc, args.path) from exc
+    try:
+        original = os.fstat(fd)
+        if stat.S_ISDIR(original.st_mode):
+            raise ToolError(f"{args.path} is a directory, not a file")
+        if not stat.S_ISREG(original.st_mode):
+            raise ToolError(f"{args.path} is not a regular file")
+        if original.st_size > MAX_EDIT_BYTES:
             raise ToolError(
-                f"{shown} is too large to edit ({size} bytes; the limit is {MAX_EDIT_BYTES})"
+                f"{shown} is too large to edit ({original.st_size} bytes; "
+                f"the limit is {MAX_EDIT_BYTES})"
             )
-        raw = target.read_bytes()
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(MAX_EDIT_BYTES + 1)
     except OSError as exc:
         raise ToolError(f"could not read {shown}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_EDIT_BYTES:
+        raise ToolError(f"{shown} is too large to edit (the limit is {MAX_EDIT_BYTES} bytes)")
     if b"\0" in raw:
         raise ToolError(f"{shown} is a binary file; edit changes text files only")
     bom = raw.startswith(codecs.BOM_UTF8)
@@ -138,7 +167,7 @@ def plan_edit(args: EditArgs, ctx: ToolContext) -> PlannedEdit:
         f"Edited {shown}: replaced {_plural(count_lines(old), 'line')} with "
         f"{_plural(count_lines(new), 'line')} at line {_line_at(text, start)}."
     )
-    return PlannedEdit(path=target, shown=shown, data=data, diff=diff, summary=summary)
+    return PlannedEdit(shown=shown, data=data, diff=diff, summary=summary, original=original)
 
 
 # --- shared with create ----------------------------------------------------------
@@ -171,26 +200,6 @@ def unified_diff(
             out.append(line.removesuffix("\r"))
             out.append("\\ No newline at end of file")
     return "\n".join(out) + "\n"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` via a temp file in the same directory, keeping its mode."""
-    st = path.stat()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-            with contextlib.suppress(OSError):
-                os.chown(tmp, st.st_uid, st.st_gid)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # --- helpers ---------------------------------------------------------------------

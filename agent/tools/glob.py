@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import stat
 from pathlib import Path
 
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-from agent.tools.paths import SKIP_DIRS, display_path, resolve_in_workspace
+from agent.tools.beneath import WorkspacePath, locate, opened, walk_beneath
+from agent.tools.paths import SKIP_DIRS, display_path
 
 MAX_FILES = 500
 _MAGIC = frozenset("*?[{")
@@ -49,12 +51,8 @@ class GlobTool(Tool):
             root_arg = args.path or "."
         else:
             root_arg = os.path.join(args.path or ".", base)
-        root = resolve_in_workspace(ctx, root_arg)
-        if not root.exists():
-            raise ToolError(f"path {root_arg} does not exist")
-        if not root.is_dir():
-            raise ToolError(f"{root_arg} is not a directory")
-        found = await asyncio.to_thread(_walk_matches, root, rest)
+        where = locate(ctx, root_arg)
+        found = await asyncio.to_thread(_walk_matches, where, root_arg, rest)
         if not found:
             hint = ""
             if "/" not in pattern and "**" not in pattern:
@@ -85,22 +83,25 @@ def _split_literal_prefix(pattern: str) -> tuple[str, str]:
     return base or ".", "/".join(parts[len(literal) :])
 
 
-def _walk_matches(root: Path, rest: str) -> list[Path]:
+def _walk_matches(where: WorkspacePath, asked: str, rest: str) -> list[Path]:
     regex = glob_to_regex(rest)
     # Without '**' a pattern cannot reach deeper than its own number of segments.
     max_depth = None if "**" in rest else rest.count("/")
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        depth = 0 if rel_dir == "." else rel_dir.count("/") + 1
-        if max_depth is not None and depth >= max_depth:
-            dirnames.clear()
-        else:
-            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        for name in filenames:
-            if regex.fullmatch(prefix + name):
-                found.append(Path(dirpath, name))
+    root = where.path
+    with opened(where, asked) as top:
+        if not stat.S_ISDIR(os.fstat(top).st_mode):
+            raise ToolError(f"{asked} is not a directory")
+        for rel_dir, dirnames, filenames, _ in walk_beneath(top):
+            prefix = "" if rel_dir == "." else rel_dir + "/"
+            depth = 0 if rel_dir == "." else rel_dir.count("/") + 1
+            if max_depth is not None and depth >= max_depth:
+                dirnames.clear()
+            else:
+                dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            for name in filenames:
+                if regex.fullmatch(prefix + name):
+                    found.append(root / (prefix + name))
     return found
 
 

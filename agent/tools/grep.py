@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,9 @@ from typing import Literal
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from agent.tools.beneath import WorkspacePath, locate, opened, read_regular, walk_beneath
 from agent.tools.glob import glob_to_regex
-from agent.tools.paths import SKIP_DIRS, display_path, resolve_in_workspace
+from agent.tools.paths import SKIP_DIRS, display_path
 
 MAX_MATCHES = 200
 MAX_MATCH_CHARS = 500
@@ -72,16 +74,14 @@ class GrepTool(Tool):
         if not args.pattern:
             raise ToolError("pattern is empty")
         shown_path = args.path or "."
-        root = resolve_in_workspace(ctx, shown_path)
-        if not root.exists():
-            raise ToolError(f"path {shown_path} does not exist")
-        if root.is_file() and await asyncio.to_thread(_is_binary, root):
-            raise ToolError(f"{shown_path} is a binary file; grep searches text files only")
+        where = locate(ctx, shown_path)
+        is_file = await asyncio.to_thread(_root_is_file, where, shown_path)
         rg = self.ripgrep()
         if rg is not None:
-            matches = await _search_rg(rg, args, root, ctx)
+            found = await _search_rg(rg, args, where.path, is_file, ctx)
+            matches = await asyncio.to_thread(confirmed, found, ctx)
         else:
-            matches = await asyncio.to_thread(_search_python, args, root, ctx)
+            matches = await asyncio.to_thread(_search_python, args, where, shown_path, ctx)
         return ToolResult(content=format_matches(matches))
 
 
@@ -104,27 +104,47 @@ def format_matches(matches: list[Match]) -> str:
 # --- pure Python ---------------------------------------------------------------
 
 
-def _search_python(args: GrepArgs, root: Path, ctx: ToolContext) -> list[Match]:
+def _root_is_file(where: WorkspacePath, asked: str) -> bool:
+    with opened(where, asked) as fd:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            return False
+        if not stat.S_ISREG(mode):
+            raise ToolError(f"{asked} is not a regular file or directory")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            while chunk := f.read(_CHUNK):
+                if b"\0" in chunk:
+                    raise ToolError(f"{asked} is a binary file; grep searches text files only")
+    return True
+
+
+def _search_python(
+    args: GrepArgs, where: WorkspacePath, asked: str, ctx: ToolContext
+) -> list[Match]:
     try:
         regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
     except (re.error, OverflowError) as exc:
         raise ToolError(f"invalid regex {args.pattern!r}: {exc}") from exc
-    if root.is_file():
-        return _search_file(regex, root, display_path(ctx, root))
+    base = display_path(ctx, where.path)
     keep = _glob_filter(args.glob)
-    base = display_path(ctx, root)
     matches: list[Match] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        rel_dir = os.path.relpath(dirpath, root)
-        shown_dir = os.path.normpath(os.path.join(base, rel_dir)).replace(os.sep, "/")
-        prefix = "" if shown_dir == "." else shown_dir + "/"
-        for name in filenames:
-            full = Path(dirpath, name)
-            shown = prefix + name
-            if full.is_symlink() or not keep(shown, name):
-                continue
-            matches.extend(_search_file(regex, full, shown))
+    # Every directory and file is opened relative to its parent's descriptor, never
+    # through a symlink, so nothing outside the workspace is read.
+    with opened(where, asked) as top:
+        if stat.S_ISREG(os.fstat(top).st_mode):
+            with os.fdopen(top, "rb", closefd=False) as f:
+                return _search_bytes(regex, f.read(), base)
+        for rel_dir, dirnames, filenames, dir_fd in walk_beneath(top):
+            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            shown_dir = os.path.normpath(os.path.join(base, rel_dir)).replace(os.sep, "/")
+            prefix = "" if shown_dir == "." else shown_dir + "/"
+            for name in filenames:
+                shown = prefix + name
+                if not keep(shown, name):
+                    continue
+                data = read_regular(dir_fd, name)
+                if data is not None:
+                    matches.extend(_search_bytes(regex, data, shown))
     return matches
 
 
@@ -138,30 +158,45 @@ def _glob_filter(glob: str | None) -> Callable[[str, str], bool]:
     return lambda _path, name: regex.fullmatch(name) is not None
 
 
-def _search_file(regex: re.Pattern[str], path: Path, shown: str) -> list[Match]:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return []
+def _search_bytes(regex: re.Pattern[str], data: bytes, shown: str) -> list[Match]:
     if b"\0" in data:
         return []
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    if lines[-1] == "":
-        lines.pop()
     found = []
-    for number, line in enumerate(lines, start=1):
-        line = line.removesuffix("\r")
+    for number, line in enumerate(_lines(data), start=1):
         if regex.search(line):
             found.append(Match(shown, number, line))
     return found
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            if b"\0" in chunk:
-                return True
-    return False
+def _lines(data: bytes) -> list[str]:
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def confirmed(matches: list[Match], ctx: ToolContext) -> list[Match]:
+    """The matches whose line is really there when the file is read beneath the workspace.
+
+    ripgrep opens paths by name, so a directory swapped for a symlink mid-search could
+    show it a file outside; each file it reports is read again through descriptors, and
+    only lines found there are kept.
+    """
+    by_path: dict[str, list[Match]] = {}
+    for m in matches:
+        by_path.setdefault(m.path, []).append(m)
+    kept: list[Match] = []
+    for path, found in by_path.items():
+        try:
+            with opened(locate(ctx, path), path) as fd:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                with os.fdopen(fd, "rb", closefd=False) as f:
+                    lines = _lines(f.read())
+        except (ToolError, OSError):
+            continue
+        kept.extend(m for m in found if 0 < m.line <= len(lines) and lines[m.line - 1] == m.text)
+    return kept
 
 
 # --- ripgrep -------------------------------------------------------------------
@@ -180,8 +215,10 @@ def rg_command(rg: str, args: GrepArgs, root_arg: str, root_is_file: bool) -> li
     return cmd
 
 
-async def _search_rg(rg: str, args: GrepArgs, root: Path, ctx: ToolContext) -> list[Match]:
-    cmd = rg_command(rg, args, display_path(ctx, root), root.is_file())
+async def _search_rg(
+    rg: str, args: GrepArgs, root: Path, root_is_file: bool, ctx: ToolContext
+) -> list[Match]:
+    cmd = rg_command(rg, args, display_path(ctx, root), root_is_file)
     proc = await asyncio.create_subprocess_exec(
         *cmd,
         cwd=ctx.cwd,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
+import stat
 
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-from agent.tools.paths import display_path, resolve_in_workspace
+from agent.tools.beneath import locate, opened
+from agent.tools.paths import display_path
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
@@ -42,22 +43,25 @@ class ViewTool(Tool):
     Args = ViewArgs
 
     async def run(self, args: ViewArgs, ctx: ToolContext) -> ToolResult:
-        target = resolve_in_workspace(ctx, args.path)
-        if not target.exists():
-            raise ToolError(f"path {args.path} does not exist")
-        if target.is_dir():
+        return ToolResult(content=await asyncio.to_thread(_view, args, ctx))
+
+
+def _view(args: ViewArgs, ctx: ToolContext) -> str:
+    where = locate(ctx, args.path)
+    # Everything is read through the descriptor opened beneath the workspace root.
+    with opened(where, args.path) as fd:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
             if args.view_range is not None:
                 raise ToolError(f"{args.path} is a directory; view_range applies to files only")
-            listing = await asyncio.to_thread(_list_dir, target)
-            return ToolResult(content=listing)
-        if not target.is_file():
+            return _list_dir(fd)
+        if not stat.S_ISREG(mode):
             raise ToolError(f"{args.path} is not a regular file")
         rng = (args.view_range[0], args.view_range[1]) if args.view_range else None
-        text = await asyncio.to_thread(_read_file, target, display_path(ctx, target), rng)
-        return ToolResult(content=text)
+        return _read_file(fd, display_path(ctx, where.path), rng)
 
 
-def _list_dir(directory: Path) -> str:
+def _list_dir(directory: int) -> str:
     names: list[str] = []
     with os.scandir(directory) as entries:
         for entry in entries:
@@ -76,7 +80,7 @@ def _list_dir(directory: Path) -> str:
     return "\n".join(lines)
 
 
-def _read_file(path: Path, shown_as: str, view_range: tuple[int, int] | None) -> str:
+def _read_file(fd: int, shown_as: str, view_range: tuple[int, int] | None) -> str:
     first, wanted_end = view_range if view_range is not None else (1, -1)
     if first < 1:
         raise ToolError(f"view_range start must be 1 or more, got {first}")
@@ -91,7 +95,7 @@ def _read_file(path: Path, shown_as: str, view_range: tuple[int, int] | None) ->
         keep_until = min(keep_until, wanted_end)
     kept: list[str] = []
     total = 0
-    with path.open("rb") as f:
+    with os.fdopen(fd, "rb", closefd=False) as f:
         if b"\0" in f.read(BINARY_SNIFF_BYTES):
             raise ToolError(f"{shown_as} is a binary file; it cannot be shown as text")
         f.seek(0)
