@@ -466,7 +466,15 @@ class Event(BaseModel):
         return out
 
     def to_json(self) -> str:
-        return json.dumps(self.wire(), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(self.wire(), ensure_ascii=False, separators=(",", ":"))
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                # A lone surrogate (the model can send one as a JSON escape) cannot be
+                # written as UTF-8: keep it as the JSON escape it came as.
+                text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return text
 
     @property
     def known(self) -> bool:

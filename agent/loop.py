@@ -399,7 +399,10 @@ class TurnLoop:
         def progress(line: str) -> None:
             host.emit(ToolExecutionPartialResultData(tool_call_id=call_id, partial_output=line))
 
-        result = await self._authorized_run(request, decision, progress)
+        try:
+            result = await self._authorized_run(request, decision, progress)
+        except Exception as exc:  # any phase's failure is this call's result; the run goes on
+            result = ToolResult.failure(f"tool {request.name} failed: {type(exc).__name__}: {exc}")
         afterword = await host.hooks.post_tool_use(request, result)
         result = _with_hook_context(result, decision, afterword)
         host.emit(

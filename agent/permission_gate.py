@@ -67,8 +67,8 @@ class PermissionGate:
         if args is None:
             return None  # the tool call itself will fail with a readable message
         prompt = self._prompt(tool.kind, request, args)
-        if prompt is None:
-            return None
+        if prompt is None or isinstance(prompt, ToolResult):
+            return prompt
         verdict, rule = self.policy.decide(prompt.kind, request.name, prompt.command)
         self.host.emit(
             PermissionRequestedData(
@@ -143,7 +143,10 @@ class PermissionGate:
             )
         )
 
-    def _prompt(self, kind: Kind, request: ToolRequest, args: ToolArgs) -> PermissionPrompt | None:
+    def _prompt(
+        self, kind: Kind, request: ToolRequest, args: ToolArgs
+    ) -> PermissionPrompt | ToolResult | None:
+        """What to ask about the call; a failed result when its preview already fails."""
         base = {
             "request_id": str(uuid.uuid4()),
             "tool_call_id": request.tool_call_id,
@@ -168,8 +171,13 @@ class PermissionGate:
         if callable(preview):
             try:
                 diff = preview(args, self.host.tool_context(lambda _line: None))
-            except ToolError:
-                return None  # the call will fail the same way when it runs
+            except ToolError as exc:
+                # The call fails here, not later: the path may change before a run.
+                return ToolResult.failure(str(exc))
+            except Exception as exc:  # an OS refusal no check foresaw fails only this call
+                return ToolResult.failure(
+                    f"cannot prepare {request.name} for {path}: {type(exc).__name__}: {exc}"
+                )
         verb = "Create" if request.name == "create" else "Edit"
         return PermissionPrompt(
             kind="write", intention=f"{verb} {path}", path=path, diff=diff, **base

@@ -212,7 +212,7 @@ class SessionWriter:
         self._closing = False
         self._file: AsyncTextIOWrapper | None = None
         self._task: asyncio.Task[None] | None = None
-        self.error: OSError | None = None
+        self.error: OSError | ValueError | None = None
         self.torn_tail_moved_to: Path | None = None
 
     async def open(self) -> None:
@@ -242,7 +242,7 @@ class SessionWriter:
                     await self._file.flush()
                     if sync:
                         await asyncio.to_thread(os.fsync, self._file.fileno())
-                except OSError as exc:
+                except (OSError, ValueError) as exc:  # ValueError: text that cannot be encoded
                     self.error = exc
             if not self._pending:
                 self._idle.set()

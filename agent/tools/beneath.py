@@ -30,6 +30,7 @@ _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_BENEATH = 0x08
 # Above this many symlinks on one path the walk gives up, like the kernel (ELOOP).
 _MAX_SYMLINKS = 40
+_NAME_MAX = 255  # bytes in one file name, on Linux and macOS alike
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC  # O_NONBLOCK: a FIFO must not hang
@@ -74,6 +75,9 @@ def locate(ctx: ToolContext, asked: str) -> WorkspacePath:
         os.fsencode(asked)
     except UnicodeError as exc:
         raise ToolError(f"path {asked!r} is not valid UTF-8; give a plain file path") from exc
+    # Said before any lookup, so the permission preview fails the same way the write would.
+    if any(len(os.fsencode(part)) > _NAME_MAX for part in asked.split("/")):
+        raise os_failure(OSError(errno.ENAMETOOLONG, "name too long"), asked)
     resolved = resolve_in_workspace(ctx, asked)
     for root in workspace_roots(ctx):
         if resolved.is_relative_to(root):
@@ -346,32 +350,44 @@ def _call(asked: str, fn: Callable[..., int], *args: object) -> int:
         raise ToolError(f"invalid path {asked!r}: {exc}") from exc
 
 
-def os_failure(exc: OSError, asked: str) -> ToolError:
-    """The ToolError the model reads for an OS refusal of the path ``asked``."""
+class PathError(ToolError):
+    """An OS refusal of a path, said for the model; ``errno`` says which."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message)
+        self.errno = code
+
+
+def os_failure(exc: OSError, asked: str) -> PathError:
+    """The error the model reads for an OS refusal of the path ``asked``."""
+    return PathError(_said(exc, asked), exc.errno)
+
+
+def _said(exc: OSError, asked: str) -> str:
     match exc.errno:
         case errno.ENOENT:
-            return ToolError(f"path {asked} does not exist")
+            return f"path {asked} does not exist"
         case errno.EXDEV:
-            return ToolError(
+            return (
                 f"path {asked} leads outside the workspace through a symbolic link; "
                 "add its target with --add-dir"
             )
         case errno.ELOOP:
-            return ToolError(f"path {asked} has a symbolic link loop or a symbolic link in place")
+            return f"path {asked} has a symbolic link loop or a symbolic link in place"
         case errno.ENAMETOOLONG:
-            return ToolError(
+            return (
                 f"path {asked} is too long: each name may be at most 255 bytes "
                 "and the whole path 4096"
             )
         case errno.ENOTDIR:
-            return ToolError(f"path {asked}: a parent path is a file, not a directory")
+            return f"path {asked}: a parent path is a file, not a directory"
         case errno.EISDIR:
-            return ToolError(f"{asked} is a directory, not a file")
+            return f"{asked} is a directory, not a file"
         case errno.EACCES | errno.EPERM:
-            return ToolError(f"permission denied for {asked}")
+            return f"permission denied for {asked}"
         case errno.EEXIST:
-            return ToolError(
+            return (
                 f"{asked} already exists; create only makes new files. "
                 "Use edit to change an existing file."
             )
-    return ToolError(f"cannot use {asked}: {exc.strerror or exc}")
+    return f"cannot use {asked}: {exc.strerror or exc}"

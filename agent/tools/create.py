@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-from agent.tools.beneath import WorkspacePath, locate, opened_parent, os_failure, write_new
+from agent.tools.beneath import (
+    PathError,
+    WorkspacePath,
+    locate,
+    opened_parent,
+    os_failure,
+    write_new,
+)
 from agent.tools.edit import count_lines, unified_diff
 from agent.tools.paths import display_path
 
@@ -77,8 +84,10 @@ def _refuse_existing(where: WorkspacePath, asked: str) -> None:
     try:
         with opened_parent(where, asked) as parent:
             st = os.stat(where.name, dir_fd=parent, follow_symlinks=False)
-    except ToolError:
-        return  # no parent yet (it will be made), or one the write will report on
+    except PathError as exc:
+        if exc.errno == errno.ENOENT:
+            return  # no parent yet: the write makes it
+        raise
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return

@@ -67,7 +67,7 @@ def _list_dir(directory: int) -> str:
         for entry in entries:
             if entry.name == ".git":
                 continue
-            names.append(entry.name + "/" if entry.is_dir() else entry.name)
+            names.append(entry.name + "/" if _is_dir(entry) else entry.name)
     if not names:
         return "(empty directory)"
     names.sort()
@@ -78,6 +78,13 @@ def _list_dir(directory: int) -> str:
             f"[{len(names) - len(shown)} more entries not shown; use glob to find specific files.]"
         )
     return "\n".join(lines)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a symlink loop, or one whose target cannot be looked at
+        return False
 
 
 def _read_file(fd: int, shown_as: str, view_range: tuple[int, int] | None) -> str:
