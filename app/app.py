@@ -128,7 +128,7 @@ class LoopdeckApp(App[int]):
         session.permissions.asker = self._ask_permission
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
-            self.timeline.mount(Static(_welcome(session), classes="welcome"))
+            self.timeline.welcome(Static(_welcome(session), classes="welcome"))
         self.timeline.load(backlog)
         session.subscribe(self._on_event)
         self.status.note = ""

@@ -87,6 +87,7 @@ class Timeline(VerticalScroll):
         self._load_row = LoadEarlier(classes="load-earlier")
         self._live_turns: list[TurnView] = []
         self._last_model: str | None = None
+        self._welcome: Widget | None = None
 
     def on_mount(self) -> None:
         self.anchor()
@@ -152,12 +153,23 @@ class Timeline(VerticalScroll):
             view.remove()
         for marker in self.query(".marker"):
             marker.remove()
+        if self._welcome is not None:
+            self._welcome.remove()
+            self._welcome = None
         self._views.clear()
         self._live_turns.clear()
         self._first_mounted = 0
         self._last_model = None  # the first turn drawn after a reset names its model
         self.transcript = transcript or Transcript()
         self._update_load_row()
+
+    def welcome(self, banner: Widget) -> None:
+        """The banner of a new session. It belongs above the whole session, also once
+        older blocks come back (they mount below the banner and the "load earlier" row)."""
+        if self._welcome is not None:
+            self._welcome.remove()
+        self._welcome = banner
+        self.mount(banner, before=self._load_row)
 
     def mark(self, text: str) -> None:
         """A row that is not part of the session (e.g. a shortened gap in a replay)."""
