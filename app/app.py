@@ -24,6 +24,7 @@ from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
+from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     # The session (and the loop and tools it brings) is imported by the opener, after
@@ -277,13 +278,15 @@ class LoopdeckApp(App[int]):
         )
 
 
-def _welcome(session: Session) -> str:
+def _welcome(session: Session) -> WelcomeText:
     home = str(Path.home())
     cwd = str(session.cwd)
     where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
-    return (
-        f"loopdeck · {session.model.name} · {where}\n"
-        "Ask about this code, or give the agent a task. It reads, searches, edits and runs\n"
-        "commands here, asking before it changes anything. Shift+Tab switches to autopilot\n"
-        "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command."
+    return WelcomeText(
+        f"loopdeck · {session.model.name} · {where}",
+        [
+            "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
+            "commands here, asking before it changes anything. Shift+Tab switches to autopilot",
+            "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command.",
+        ],
     )

@@ -152,3 +152,43 @@ def test_empty_start_screen(snap_compare: SnapCompare, workspace: Path) -> None:
     """A fresh session before the first message: empty timeline, prompt, hint, status."""
     app = make_app(workspace, [])
     assert snap_compare(app, terminal_size=TERMINAL, run_before=settle())
+
+
+NARROW = (80, 24)  # the classic terminal: banner and status bar laid out for it
+
+
+def test_start_screen_at_80x24(snap_compare: SnapCompare, workspace: Path) -> None:
+    """The welcome banner reflows as a paragraph instead of wrapping its lines again."""
+    app = make_app(workspace, [])
+    assert snap_compare(app, terminal_size=NARROW, run_before=settle())
+
+
+def test_autopilot_status_at_80x24(snap_compare: SnapCompare, workspace: Path) -> None:
+    """A status bar too long for 80 columns: the session id and the word "nudges" give
+    way, tokens in/out and the cost stay."""
+    usage = {"prompt_tokens": 18_450, "completion_tokens": 1_175, "cost": 0.0321}
+    turns: list[dict[str, Any]] = [
+        {
+            "text": "Reading the method first.",
+            "tool_calls": [
+                {"name": "view", "arguments": {"path": "shop/cart.py", "view_range": [10, 12]}}
+            ],
+            "delay_ms": STREAM_MS,
+            "usage": usage,
+        },
+        {"text": "A guard belongs in `Cart.add`.", "delay_ms": STREAM_MS, "usage": usage},
+        {
+            "text": "",
+            "tool_calls": [{"name": "task_complete", "arguments": {"summary": SUMMARY}}],
+            "delay_ms": STREAM_MS,
+            "usage": usage,
+        },
+    ]
+    app = make_app(
+        workspace,
+        turns,
+        prompt="Make Cart.add reject a quantity of zero or less.",
+        mode="autopilot",
+        nudge_cap=5,
+    )
+    assert snap_compare(app, terminal_size=NARROW, run_before=settle(expect_turns=3))
