@@ -7,13 +7,15 @@ blocks above the newer ones and below the welcome banner.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.dom import DOMNode
 from textual.pilot import Pilot
-from textual.widget import Widget
 
+import widgets.timeline as timeline_module
 from tests.test_app_pilot import Harness, make_workspace, send, started, wait_for, wait_idle
 from widgets.timeline import LoadEarlier, Timeline
 from widgets.tool_card import ToolCard
@@ -83,3 +85,87 @@ async def test_load_earlier_keeps_the_welcome_banner_above_the_session(
         # In the session's order, too.
         users = [w for w in timeline.children if w.has_class("user-message")]
         assert [u.block.content for u in users] == [f"question {i}" for i in range(4)]  # type: ignore[attr-defined]
+
+
+# --- keyboard focus ----------------------------------------------------------------------
+
+
+async def test_tab_to_the_timeline_restyles_only_the_timeline(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Textual restyles a focused widget with all its descendants; the timeline holds
+    hundreds of them, and only its own :focus rule changes."""
+    h = Harness([with_tool(i) for i in range(4)] + [answer(4)], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await ask(pilot, h, 1)
+        timeline = h.app.timeline
+        inside = list(timeline.walk_children())
+        assert len(inside) > 10
+        restyled: list[object] = []
+        update_nodes = h.app.stylesheet.update_nodes
+
+        def spy(nodes: Iterable[DOMNode], animate: bool = False) -> None:
+            nodes = list(nodes)
+            restyled.extend(nodes)
+            update_nodes(nodes, animate=animate)
+
+        monkeypatch.setattr(h.app.stylesheet, "update_nodes", spy)
+        await pilot.press("tab")
+        await pilot.pause()
+        assert h.app.focused is timeline
+        assert timeline in restyled
+        assert not [node for node in restyled if node in inside]
+        # And the focus shows: a bar down the timeline's left edge, the keys in the hint.
+        assert timeline.styles.outline_left[0] == "thick"
+        assert "move between cards" in str(h.app.hint.content)
+        await pilot.press("tab")
+        await pilot.pause()
+        assert h.app.focused is h.app.prompt
+        assert timeline.styles.outline_left[0] == ""
+        assert "Enter send" in str(h.app.hint.content)
+
+
+async def test_cards_are_walked_and_opened_from_the_keyboard(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 2)  # a live card and a digest
+    h = Harness([with_tool(1), with_tool(2), answer(3)], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await ask(pilot, h, 1)
+        (digest,) = h.app.query(TurnDigest)
+        (card,) = h.app.query(ToolCard)
+        assert digest.block.number == 1 and card.block.name == "grep"
+
+        await pilot.press("tab")
+        assert h.app.focused is h.app.timeline
+        await pilot.press("k")  # from the timeline, up: the newest card in view
+        assert h.app.focused is card
+        await pilot.press("enter")
+        assert card.expanded
+        await pilot.press("up")
+        assert h.app.focused is digest
+        await pilot.press("enter")
+        assert digest.expanded == {tool.tool_call_id for tool in digest.block.tools}
+        await pilot.press("j")
+        assert h.app.focused is card
+        await pilot.press("down")  # the last card: focus stays
+        assert h.app.focused is card
+        await pilot.press("enter")
+        assert not card.expanded
+        # Tab leaves the timeline for the prompt, not for the next card.
+        await pilot.press("tab")
+        assert h.app.focused is h.app.prompt
+
+
+async def test_down_from_the_timeline_focuses_the_first_card_in_view(workspace: Path) -> None:
+    h = Harness([with_tool(1), with_tool(2), answer(3)], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await ask(pilot, h, 1)
+        first, second = h.app.query(TurnDigest)
+        await pilot.press("tab", "j")
+        assert h.app.focused is first
+        await pilot.press("j")
+        assert h.app.focused is second

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from tests.snapshot_support import TERMINAL, make_app, make_workspace, pin_determinism, settle
 
@@ -192,3 +193,25 @@ def test_autopilot_status_at_80x24(snap_compare: SnapCompare, workspace: Path) -
         nudge_cap=5,
     )
     assert snap_compare(app, terminal_size=NARROW, run_before=settle(expect_turns=3))
+
+
+def test_focused_card_opened_from_the_keyboard(snap_compare: SnapCompare, workspace: Path) -> None:
+    """Tab to the timeline, k to the newest card, Enter opens it: the focused card is
+    marked, the hint line lists the timeline's keys."""
+    turns: list[dict[str, Any]] = [
+        {
+            "text": "Where does the cart keep its items?",
+            "tool_calls": [{"name": "grep", "arguments": {"pattern": "self", "path": "shop"}}],
+            "delay_ms": STREAM_MS,
+            "usage": _usage(1840, 38),
+        },
+        {"text": "In `self.items`, a list of tuples.", "delay_ms": STREAM_MS},
+    ]
+    app = make_app(workspace, turns, prompt="How does the cart store its items?")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(expect_turns=2)(pilot)
+        await pilot.press("tab", "k", "enter")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=TERMINAL, run_before=run_before)

@@ -9,7 +9,9 @@ the tail first.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -63,7 +65,20 @@ class LoadEarlier(Static, can_focus=True):
         self.post_message(self.Pressed())
 
 
+CARD_TYPES = (ToolCard, TurnDigest, LoadEarlier)
+CARD_SELECTOR = ", ".join(kind.__name__ for kind in CARD_TYPES)
+
+
 class Timeline(VerticalScroll):
+    """Focused (Tab), Up/Down or j/k walk its cards (tool cards, finished turns, the
+    "load earlier" row), Enter opens the focused one, Tab goes on past the timeline."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down,j", "next_card", "Next card", show=False),
+        Binding("up,k", "previous_card", "Previous card", show=False),
+        Binding("tab", "focus_past", "Leave the timeline", show=False),
+    ]
+
     def __init__(
         self,
         *,
@@ -93,6 +108,63 @@ class Timeline(VerticalScroll):
         self.anchor()
         self._load_row.display = False
         self.mount(self._load_row)
+
+    # --- keyboard -------------------------------------------------------------------
+
+    def watch_has_focus(self, has_focus: bool) -> None:
+        # Textual restyles the focused widget and every descendant, hundreds here, on
+        # each focus change. Only the timeline's own ``:focus`` rule depends on it (no
+        # rule styles what is inside by the timeline's focus): restyle the timeline.
+        self.app.stylesheet.update_nodes([self], animate=True)
+
+    def cards(self) -> list[Widget]:
+        """What the keyboard can reach, top to bottom."""
+        return [w for w in self.query(CARD_SELECTOR) if w.focusable]
+
+    def walks(self, focused: Widget | None) -> bool:
+        """True when the card keys apply: the timeline or one of its cards has focus
+        (not, say, a permission prompt inside it, which has keys of its own)."""
+        return focused is self or (isinstance(focused, CARD_TYPES) and self in focused.ancestors)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("next_card", "previous_card"):
+            return self.walks(self.screen.focused)
+        return True
+
+    def action_next_card(self) -> None:
+        self._step(+1)
+
+    def action_previous_card(self) -> None:
+        self._step(-1)
+
+    def _step(self, step: int) -> None:
+        cards = self.cards()
+        if not cards:
+            self.scroll_relative(y=step, animate=False)  # nothing to walk: scroll a line
+            return
+        focused = self.screen.focused
+        if focused in cards:
+            index = cards.index(focused) + step
+            target = cards[max(0, min(index, len(cards) - 1))]
+        else:
+            # From the timeline itself: the first card in view going down, the last
+            # going up (the newest, when the view is at the end).
+            view = self.region
+            in_view = [c for c in cards if c.region.bottom > view.y and c.region.y < view.bottom]
+            pool = in_view or cards
+            target = pool[0] if step > 0 else pool[-1]
+        target.focus()
+
+    def action_focus_past(self) -> None:
+        """Tab from inside the timeline: on to what follows it (the prompt), not
+        through every card."""
+        chain = self.screen.focus_chain
+        inside = [i for i, w in enumerate(chain) if w is self or self in w.ancestors]
+        if not inside:
+            return
+        after = chain[inside[-1] + 1 :] + chain[: inside[0]]
+        if after:
+            after[0].focus()
 
     # --- feeding -------------------------------------------------------------------
 
