@@ -16,7 +16,15 @@ from textual.dom import DOMNode
 from textual.pilot import Pilot
 
 import widgets.timeline as timeline_module
-from tests.test_app_pilot import Harness, make_workspace, send, started, wait_for, wait_idle
+from tests.test_app_pilot import (
+    FakeGateTool,
+    Harness,
+    make_workspace,
+    send,
+    started,
+    wait_for,
+    wait_idle,
+)
 from widgets.timeline import LoadEarlier, Timeline
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
@@ -169,3 +177,25 @@ async def test_down_from_the_timeline_focuses_the_first_card_in_view(workspace: 
         assert h.app.focused is first
         await pilot.press("j")
         assert h.app.focused is second
+
+
+async def test_a_focused_card_keeps_the_focus_when_its_turn_becomes_history(
+    workspace: Path,
+) -> None:
+    gate = FakeGateTool()
+    h = Harness(
+        [{"text": "Waiting.", "tool_calls": [{"name": "gate", "arguments": {}}]}, answer(2)],
+        workspace,
+        registry_factory=gate.registry,
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "go")
+        await wait_for(pilot, lambda: bool(h.app.query(ToolCard)), "the gate card")
+        await pilot.press("tab", "k")
+        assert isinstance(h.app.focused, ToolCard)
+        gate.opened.set()
+        await wait_idle(pilot, h)
+        await wait_for(pilot, lambda: bool(h.app.query(TurnDigest)), "turn 1 as history")
+        await pilot.pause()
+        assert h.app.focused is h.app.query_one(TurnDigest)
