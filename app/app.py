@@ -125,7 +125,12 @@ class LoopdeckApp(App[int]):
                 self.prompt.text = "\n\n".join(self._sent_before_open)
             self._sent_before_open.clear()
             return
+        self._show(session)
+
+    def _show(self, session: Session) -> None:
+        """Make ``session`` the app's: its log in the timeline, its events from now on."""
         self.session = session
+        self._startup_error = None
         if self.status.nudge_cap is None:  # no cap given: the session's default
             self.status.nudge_cap = self.timeline.nudge_cap = session.max_autopilot_continues
         session.permissions.asker = self._ask_permission
@@ -278,22 +283,26 @@ class LoopdeckApp(App[int]):
         resume = self._switch_session if self._resumer is not None else None
         self.push_screen(SessionBrowser(self._store, cwd, resume))
 
-    def _switch_session(self, session_id: str) -> None:
+    async def _switch_session(self, session_id: str) -> str | None:
+        """Resume ``session_id`` in place of the current session. Returns why it could
+        not be opened (another process writes it…); the current session then stays."""
         if self.session is not None and self.session.id == session_id:
-            return
-        self.run_worker(self._reopen(session_id), name="switch-session", exclusive=True)
-
-    async def _reopen(self, session_id: str) -> None:
+            return None
         assert self._resumer is not None
+        try:
+            session = await self._resumer(session_id)
+        except StartupError as exc:
+            return str(exc)
+        self.run_worker(self._swap_to(session), name="switch-session", exclusive=True)
+        return None
+
+    async def _swap_to(self, session: Session) -> None:
         if self.session is not None:
             await self.session.close()
             self.session = None
         self.timeline.reset()
-        self.status.note = "opening…"
-        resumer = self._resumer
-        self._opener = lambda: resumer(session_id)
         self._initial_prompt = None
-        await self._start()
+        self._show(session)
 
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()

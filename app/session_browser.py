@@ -3,7 +3,7 @@ replay, delete."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +18,8 @@ from agent.store import SessionStore, SessionSummary
 from app.sessions_table import sessions_for, usage_cells
 from widgets.format import duration, one_line
 
-Resume = Callable[[str], None]
+# Opens the session by its id; returns why it could not (the browser then stays open).
+Resume = Callable[[str], Awaitable[str | None]]
 
 
 class ConfirmDelete(ModalScreen[bool]):
@@ -131,8 +132,15 @@ class SessionBrowser(Screen[None]):
         if self.on_resume is None:
             self.notify("Resume from the terminal: loopdeck --resume " + summary.id[:8])
             return
+        self.run_worker(self._resume(summary.id), name="resume", exclusive=True)
+
+    async def _resume(self, session_id: str) -> None:
+        assert self.on_resume is not None
+        problem = await self.on_resume(session_id)
+        if problem is not None:
+            self.notify(problem, title="Not resumed", severity="error", timeout=10, markup=False)
+            return
         self.app.pop_screen()
-        self.on_resume(summary.id)
 
     def action_replay(self) -> None:
         from app.viewer import ReplayScreen
