@@ -15,7 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from agent.store import SessionStore, SessionSummary
-from app.sessions_table import sessions_for, usage_cells
+from app.sessions_table import outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
 
 # Opens the session by its id; returns why it could not (the browser then stays open).
@@ -96,7 +96,7 @@ class SessionBrowser(Screen[None]):
                 s.mode,
                 str(s.turns),
                 str(s.tool_calls),
-                s.outcome,
+                outcome_cell(s),
                 duration(s.duration),
                 "{}/{}".format(*usage_cells(s)[:2]),  # in/out: the table is narrow
                 usage_cells(s)[2],

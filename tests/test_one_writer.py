@@ -33,6 +33,7 @@ from agent.session_lock import (
     read_holder,
 )
 from agent.store import SessionStore
+from app.sessions_table import outcome_cell
 from tests.scripting import scripted
 
 TIMEOUT = 60.0  # generous for a loaded machine; a hang still fails
@@ -179,12 +180,19 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over(
         assert named is not None and named.pid == holder.pid
         assert in_use_by(folder) == named
         assert stat.S_IMODE((folder / LOCK_FILE).stat().st_mode) == 0o600
+        # The listing (which never takes the lock) says who has it open.
+        listing = start(loopdeck_home, workspace, "sessions")
+        reap.append(listing)
+        out, err = listing.communicate(timeout=TIMEOUT)
+        assert listing.returncode == 0, err
+        assert f"in progress (in use, pid {holder.pid})" in out
 
         holder.send_signal(signal.SIGKILL)
         holder.wait(TIMEOUT)
         stale = read_holder(folder)
         assert stale is not None and stale.pid == holder.pid  # the file still names it…
         assert in_use_by(folder) is None  # …but a listing knows it is gone
+        assert outcome_cell(SessionStore(loopdeck_home).summary(session_id)) == "interrupted"
 
         again = start(loopdeck_home, workspace, "-p", "finish", "--resume", session_id[:8])
         reap.append(again)
