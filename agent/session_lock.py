@@ -190,7 +190,7 @@ def _wait_for_holder(path: Path) -> LockHolder | None:
         if holder is not None and holder.alive():
             return holder
         if time.monotonic() >= deadline:
-            return holder
+            return None  # stale details name a process that is gone: name nobody
         time.sleep(0.01)
 
 

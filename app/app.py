@@ -297,12 +297,18 @@ class LoopdeckApp(App[int]):
         return None
 
     async def _swap_to(self, session: Session) -> None:
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
-        self.timeline.reset()
-        self._initial_prompt = None
-        self._show(session)
+        shown = False
+        try:
+            if self.session is not None:
+                old, self.session = self.session, None
+                await old.close()
+            self.timeline.reset()
+            self._initial_prompt = None
+            self._show(session)
+            shown = True
+        finally:
+            if not shown:  # overtaken by another switch: let go of this one's lock
+                await session.close()
 
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()

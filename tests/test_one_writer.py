@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from copilot.generated.session_events import session_event_from_dict
 
+from agent import session_lock
 from agent.session import Session
 from agent.session_lock import (
     LOCK_FILE,
@@ -278,3 +279,25 @@ def test_damaged_details_are_nobody(tmp_path: Path, content: str) -> None:
     (tmp_path / LOCK_FILE).write_text(content, encoding="utf-8", errors="surrogateescape")
     assert read_holder(tmp_path) is None
     assert in_use_by(tmp_path) is None
+
+
+def test_a_holder_whose_details_are_stale_is_not_misnamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flock is held but the file names a process that is gone (the holder has
+    not written its own details yet): the refusal names nobody rather than a stranger."""
+    monkeypatch.setattr(session_lock, "_DETAILS_WAIT", 0.05)
+    folder = tmp_path / "sid"
+    lock = SessionLock.acquire(folder, "sid", create=True)
+    try:
+        gone = {"pid": 2**22 + 12345, "host": socket.gethostname(), "command": "old"}
+        (folder / LOCK_FILE).write_text(json.dumps(gone), encoding="utf-8")
+        with pytest.raises(SessionInUse) as refused:
+            SessionLock.acquire(folder, "sid")
+        assert refused.value.holder is None
+        assert "in use by another loopdeck process (its details are not known)" in str(
+            refused.value
+        )
+    finally:
+        lock.release()
+    SessionLock.acquire(folder, "sid").release()  # free again
