@@ -6,6 +6,7 @@ status bar; the prompt's messages go to the session. Widgets draw themselves.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -293,22 +294,18 @@ class LoopdeckApp(App[int]):
             session = await self._resumer(session_id)
         except StartupError as exc:
             return str(exc)
-        self.run_worker(self._swap_to(session), name="switch-session", exclusive=True)
-        return None
-
-    async def _swap_to(self, session: Session) -> None:
-        shown = False
         try:
-            if self.session is not None:
-                old, self.session = self.session, None
-                await old.close()
-            self.timeline.reset()
-            self._initial_prompt = None
-            self._show(session)
-            shown = True
-        finally:
-            if not shown:  # overtaken by another switch: let go of this one's lock
-                await session.close()
+            old, self.session = self.session, None
+            if old is not None:
+                # Shielded: a switch cancelled now (Esc, another choice) still lets go.
+                await asyncio.shield(old.close())
+        except BaseException:
+            await asyncio.shield(session.close())  # never shown: release its lock
+            raise
+        self.timeline.reset()
+        self._initial_prompt = None
+        self._show(session)
+        return None
 
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()

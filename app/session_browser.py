@@ -140,7 +140,8 @@ class SessionBrowser(Screen[None]):
         if problem is not None:
             self.notify(problem, title="Not resumed", severity="error", timeout=10, markup=False)
             return
-        self.app.pop_screen()
+        if self.app.screen is self:
+            self.app.pop_screen()
 
     def action_replay(self) -> None:
         from app.viewer import ReplayScreen
