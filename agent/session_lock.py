@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from agent.store import make_private_dirs
+from agent.store import SessionStore, make_private_dirs
 
 LOCK_FILE = "writer.lock"
 _COMMAND_CHARS = 160
@@ -241,3 +241,13 @@ def _local_time(stamp: str) -> str:
         return datetime.fromisoformat(stamp).astimezone().strftime("%H:%M:%S")
     except (ValueError, OverflowError):
         return stamp
+
+
+def delete_session(store: SessionStore, session_id: str) -> None:
+    """Remove a session's folder, holding its lock meanwhile: a session a process is
+    writing is not pulled from under it (SessionInUse)."""
+    lock = SessionLock.acquire(store.session_dir(session_id), session_id)
+    try:
+        store.delete(session_id)
+    finally:
+        lock.release()

@@ -282,7 +282,8 @@ class LoopdeckApp(App[int]):
             return
         cwd = self.session.cwd if self.session is not None else Path.cwd()
         resume = self._switch_session if self._resumer is not None else None
-        self.push_screen(SessionBrowser(self._store, cwd, resume))
+        current = self.session.id if self.session is not None else None
+        self.push_screen(SessionBrowser(self._store, cwd, resume, current))
 
     async def _switch_session(self, session_id: str) -> str | None:
         """Resume ``session_id`` in place of the current session. Returns why it could

@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
+from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary
 from app.sessions_table import outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
@@ -52,8 +53,15 @@ class SessionBrowser(Screen[None]):
         Binding("escape", "leave", "Back"),
     ]
 
-    def __init__(self, store: SessionStore, cwd: Path, on_resume: Resume | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        cwd: Path,
+        on_resume: Resume | None = None,
+        current: str | None = None,  # the id of the session open in the app
+    ) -> None:
         super().__init__()
+        self.current = current
         self.store = store
         self.cwd = cwd
         self.on_resume = on_resume
@@ -155,9 +163,22 @@ class SessionBrowser(Screen[None]):
         if summary is None:
             return
 
+        if summary.id == self.current:
+            self.notify(
+                f"Session {summary.id[:8]} is open here: switch to another one first.",
+                title="Not deleted",
+                severity="error",
+            )
+            return
+
         def done(confirmed: bool | None) -> None:
-            if confirmed:
-                self.store.delete(summary.id)
+            if not confirmed:
+                return
+            try:
+                delete_session(self.store, summary.id)
+            except SessionInUse as exc:
+                self.notify(str(exc), title="Not deleted", severity="error", markup=False)
+                return
                 self.notify(f"Deleted session {summary.id[:8]}.")
                 self.reload(self.query_one(Input).value)
 

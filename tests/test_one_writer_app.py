@@ -118,3 +118,48 @@ async def test_resuming_a_session_in_use_from_the_browser_keeps_it_open(
         await other.close()
         if app.session is not None:
             await app.session.close()
+
+
+async def test_the_browser_does_not_delete_a_session_a_process_has_open(
+    tmp_path: Path, loopdeck_home: Path
+) -> None:
+    store = SessionStore(loopdeck_home)
+    other = await held_session(store, tmp_path, "busy elsewhere")
+    app = app_for(["--model", script_model(tmp_path, "mine", "mine"), "hello"], tmp_path, store)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(
+                pilot,
+                lambda: app.session is not None and store.events_path(app.session.id).is_file(),
+                "the app's own session",
+            )
+            mine = app.session
+            assert mine is not None
+            await pilot.press("ctrl+o")
+            await wait_for(pilot, lambda: isinstance(app.screen, SessionBrowser), "the browser")
+            browser = app.screen
+            assert isinstance(browser, SessionBrowser)
+            row = [s.id for s in browser.rows].index(other.id)
+            browser.query_one(DataTable).move_cursor(row=row)
+            await pilot.press("d")
+            await wait_for(pilot, lambda: not isinstance(app.screen, SessionBrowser), "to ask")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: bool(notifications(app)), "the notice")
+            (notice,) = notifications(app)
+            assert f"session {other.id[:8]} is in use by another loopdeck process" in notice
+            assert f"pid {os.getpid()}" in notice
+            assert store.session_dir(other.id).is_dir()
+            await wait_for(pilot, lambda: app.screen is browser, "back in the browser")
+
+            # The app's own session: it says so without asking.
+            row = [s.id for s in browser.rows].index(mine.id)
+            browser.query_one(DataTable).move_cursor(row=row)
+            await pilot.press("d")
+            await wait_for(pilot, lambda: len(notifications(app)) == 2, "the second notice")
+            assert f"Session {mine.id[:8]} is open here" in notifications(app)[1]
+            assert app.screen is browser
+            assert store.session_dir(mine.id).is_dir()
+    finally:
+        await other.close()
+        if app.session is not None:
+            await app.session.close()

@@ -80,6 +80,10 @@ async def test_session_resume_of_a_session_another_runtime_writes_is_an_error(
         assert f"session {session.session_id[:8]} is in use by another loopdeck process" in message
         assert f"pid {holder.pid}" in message
         assert (folder / "events.jsonl").read_bytes() == before
+        # Nor can it be deleted from under its writer.
+        with pytest.raises(RuntimeError, match="is in use by another loopdeck process"):
+            await within(second.delete_session(session.session_id))
+        assert (folder / "events.jsonl").read_bytes() == before
 
         # The first runtime lets go when its app disconnects; then the resume works.
         await within(session.disconnect())

@@ -32,7 +32,7 @@ from agent.models.scripted import SCRIPTED_PREFIX, ScriptError, shipped_script_n
 from agent.models.select import NO_MODEL_HELP
 from agent.models.settings import ApiBaseError, check_api_base
 from agent.permissions import PermissionPolicy, RuleError
-from agent.session_lock import SessionInUse
+from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary, read_events
 from agent.tools.external import ExternalToolSpec
 from agent.tools.registry import rule_tool_names
@@ -316,8 +316,8 @@ class Runtime:
                 return {"success": True}
             return {"success": False, "error": f"Session not found: {session_id}"}
         try:
-            self.store.delete(session_id)
-        except OSError as exc:
+            delete_session(self.store, session_id)
+        except (SessionInUse, OSError) as exc:  # in use: another process writes it
             return {"success": False, "error": str(exc)}
         return {"success": True}
 
