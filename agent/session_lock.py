@@ -74,8 +74,8 @@ class SessionInUse(Exception):
         short = session_id[:8]
         super().__init__(
             f"session {short} is in use by another loopdeck process ({who}). "
-            "One process writes a session at a time: finish or stop that one, then "
-            f"resume again (loopdeck watch {short} follows it meanwhile)."
+            "One process writes a session at a time: finish or stop that one first "
+            f"(loopdeck watch {short} follows it meanwhile)."
         )
 
 
