@@ -61,10 +61,12 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def reap() -> Iterator[list[subprocess.Popen[str]]]:
-    """Processes a test starts; any still running at the end are killed."""
+def reap(workspace: Path) -> Iterator[list[subprocess.Popen[str]]]:
+    """Processes a test starts; any still running at the end are killed, and the
+    commands their turns left waiting (own process groups) are let go."""
     procs: list[subprocess.Popen[str]] = []
     yield procs
+    (workspace / "go").touch()
     for proc in procs:
         if proc.poll() is None:
             proc.kill()
