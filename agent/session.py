@@ -54,6 +54,7 @@ from agent.permission_gate import PermissionGate
 from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
 from agent.prompt import build_system_prompt, git_branch
+from agent.session_lock import SessionLock
 from agent.store import SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
@@ -95,6 +96,7 @@ class Session:
         self._mode: Mode = mode
         self._max_continues = max_autopilot_continues
         self._writer: SessionWriter | None = None
+        self._lock: SessionLock | None = None  # one writer per session (agent.session_lock)
         self._subscribers: list[Subscriber] = []
         self._last_persisted_id: str | None = None
         self._model_calls = 0
@@ -157,7 +159,14 @@ class Session:
         )
         session._created_here = True
         if store is not None:
-            session._writer = await store.open_writer(session.id)
+            session._lock = SessionLock.acquire(
+                store.session_dir(session.id), session.id, create=True
+            )
+            try:
+                session._writer = await store.open_writer(session.id)
+            except BaseException:
+                session._lock.release()
+                raise
         session.emit(
             SessionStartData(
                 session_id=session.id,
@@ -183,7 +192,42 @@ class Session:
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
     ) -> Session:
-        """Rebuild a session from its log and continue it in the same file and mode."""
+        """Rebuild a session from its log and continue it in the same file and mode.
+
+        Raises :class:`~agent.session_lock.SessionInUse` when another process writes it.
+        """
+        # Locked before reading: the log read must be the one this process appends to.
+        lock = SessionLock.acquire(store.session_dir(session_id), session_id)
+        try:
+            return await cls._resume_locked(
+                lock,
+                store=store,
+                session_id=session_id,
+                model=model,
+                cwd=cwd,
+                max_autopilot_continues=max_autopilot_continues,
+                extra_dirs=extra_dirs,
+                registry_factory=registry_factory,
+                policy=policy,
+            )
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    async def _resume_locked(
+        cls,
+        lock: SessionLock,
+        *,
+        store: SessionStore,
+        session_id: str,
+        model: ModelClient,
+        cwd: Path | None,
+        max_autopilot_continues: int,
+        extra_dirs: list[Path] | None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None,
+        policy: PermissionPolicy | None,
+    ) -> Session:
         read = read_events(store.events_path(session_id))
         meta = store.read_meta(session_id)
         recorded = meta.get("cwd")
@@ -205,6 +249,7 @@ class Session:
         )
         started = meta.get("startedAt")
         session._started_at = started if isinstance(started, str) and started else now_iso()
+        session._lock = lock
         session._backlog = list(read.events)
         for event in read.events:
             session._fold(event)
@@ -495,6 +540,9 @@ class Session:
         if self.store is not None and self._created_here and not self._first_prompt:
             # Opened and left without a word: nothing worth keeping or listing.
             shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
+        if self._lock is not None:
+            self._lock.release()  # last: the folder is left as this writer meant it
+            self._lock = None
 
     # --- bookkeeping ---------------------------------------------------------
 

@@ -6,6 +6,7 @@ status bar; the prompt's messages go to the session. Widgets draw themselves.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -131,7 +132,12 @@ class LoopdeckApp(App[int]):
                 self.prompt.text = "\n\n".join(self._sent_before_open)
             self._sent_before_open.clear()
             return
+        self._show(session)
+
+    def _show(self, session: Session) -> None:
+        """Make ``session`` the app's: its log in the timeline, its events from now on."""
         self.session = session
+        self._startup_error = None
         if self.status.nudge_cap is None:  # no cap given: the session's default
             self.status.nudge_cap = self.timeline.nudge_cap = session.max_autopilot_continues
         session.permissions.asker = self._ask_permission
@@ -294,24 +300,31 @@ class LoopdeckApp(App[int]):
             return
         cwd = self.session.cwd if self.session is not None else Path.cwd()
         resume = self._switch_session if self._resumer is not None else None
-        self.push_screen(SessionBrowser(self._store, cwd, resume))
+        current = self.session.id if self.session is not None else None
+        self.push_screen(SessionBrowser(self._store, cwd, resume, current))
 
-    def _switch_session(self, session_id: str) -> None:
+    async def _switch_session(self, session_id: str) -> str | None:
+        """Resume ``session_id`` in place of the current session. Returns why it could
+        not be opened (another process writes it…); the current session then stays."""
         if self.session is not None and self.session.id == session_id:
-            return
-        self.run_worker(self._reopen(session_id), name="switch-session", exclusive=True)
-
-    async def _reopen(self, session_id: str) -> None:
+            return None
         assert self._resumer is not None
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
+        try:
+            session = await self._resumer(session_id)
+        except StartupError as exc:
+            return str(exc)
+        try:
+            old, self.session = self.session, None
+            if old is not None:
+                # Shielded: a switch cancelled now (Esc, another choice) still lets go.
+                await asyncio.shield(old.close())
+        except BaseException:
+            await asyncio.shield(session.close())  # never shown: release its lock
+            raise
         self.timeline.reset()
-        self.status.note = "opening…"
-        resumer = self._resumer
-        self._opener = lambda: resumer(session_id)
         self._initial_prompt = None
-        await self._start()
+        self._show(session)
+        return None
 
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()

@@ -15,6 +15,7 @@ from agent.models.select import ConfigError, choose_model, read_config, user_con
 from agent.models.settings import ProviderSettings
 from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
+from agent.session_lock import SessionInUse
 from agent.store import SessionStore, loopdeck_home
 
 _T = TypeVar("_T")
@@ -129,15 +130,18 @@ async def open_session(
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
     if resume_id is not None:
-        session = await Session.resume(
-            store=store,
-            session_id=resume_id,
-            model=model,
-            cwd=cwd if args.cwd else None,
-            max_autopilot_continues=cap,
-            policy=policy,
-            extra_dirs=extra_dirs,
-        )
+        try:
+            session = await Session.resume(
+                store=store,
+                session_id=resume_id,
+                model=model,
+                cwd=cwd if args.cwd else None,
+                max_autopilot_continues=cap,
+                policy=policy,
+                extra_dirs=extra_dirs,
+            )
+        except SessionInUse as exc:
+            raise SetupError(str(exc)) from exc
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode("autopilot" if args.autopilot else "interactive")
         return session
