@@ -23,6 +23,7 @@ class StatusBar(Static):
         self.session_id = ""
         self.nudge_cap = nudge_cap
         self.note = ""
+        self.sandbox = ""  # e.g. "sandbox workspace-write"; empty: none configured
 
     def watch_busy(self, busy: bool) -> None:
         self.set_class(busy, "-busy")
@@ -71,6 +72,9 @@ class StatusBar(Static):
             parts += [sep, f"{tokens(t.input_tokens) or 0} in · {tokens(t.output_tokens) or 0} out"]
         if t and t.cost:
             parts += [sep, cost(t.cost)]
+        if self.sandbox:
+            unguarded = self.sandbox.startswith(("no sandbox", "sandbox off"))
+            parts += [sep, (self.sandbox, "bold red" if unguarded else "")]
         if self.queued:
             parts += [sep, f"{self.queued} queued"]
         if self.note:
