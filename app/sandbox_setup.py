@@ -28,7 +28,7 @@ def sandbox_config() -> ConfigValues:
         raise SandboxSetupError(str(exc)) from exc
 
 
-def sandbox_settings(args: argparse.Namespace, config: ConfigValues) -> SandboxSettings:
+def sandbox_settings(args: argparse.Namespace | None, config: ConfigValues) -> SandboxSettings:
     flag = getattr(args, "sandbox", None)
     if flag is not None:
         mode = flag
@@ -43,7 +43,7 @@ def sandbox_settings(args: argparse.Namespace, config: ConfigValues) -> SandboxS
     return SandboxSettings(mode=cast(SandboxMode, mode), network=network)
 
 
-def sandbox_setup(args: argparse.Namespace) -> tuple[Sandbox, EnvFilter]:
+def sandbox_setup(args: argparse.Namespace | None) -> tuple[Sandbox, EnvFilter]:
     """The session's sandbox (its workspace is set by the session) and env filter."""
     config = sandbox_config()
     add_dirs = [Path(d).expanduser().resolve() for d in getattr(args, "add_dir", None) or []]
