@@ -425,3 +425,22 @@ def test_p_runs_commands_in_the_sandbox_and_yolo_turns_it_off(
     assert main([*argv, "--yolo"]) == 0
     assert (tmp_path / "escaped").read_text() == "x\n"
     capsys.readouterr()
+
+
+async def test_the_app_shows_the_sessions_sandbox_and_the_notice(tmp_path: Path) -> None:
+    from app.app import LoopdeckApp
+    from tests.snapshot_support import wait_for
+
+    unavailable = Support(0, "the kernel has no Landlock")
+    sandbox = Sandbox(SandboxSettings(), support=unavailable)
+
+    async def opener() -> Session:
+        return await Session.create(model=scripted([]), cwd=tmp_path, sandbox=sandbox)
+
+    app = LoopdeckApp(opener)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: app.session is not None and app.status.sandbox != "")
+        assert "no sandbox (rules only)" in app.status.render().plain
+        assert app.session is not None
+        warnings = [e.data for e in app.session.backlog if isinstance(e.data, SessionWarningData)]
+        assert len(warnings) == 1 and "not available" in warnings[0].message
