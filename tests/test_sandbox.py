@@ -349,6 +349,16 @@ def test_the_status_bar_shows_the_sandbox() -> None:
     assert "sandbox" not in bar.render().plain
     bar.sandbox = "sandbox workspace-write"
     assert "sandbox workspace-write" in bar.render().plain
+    from widgets.status_layout import fit
+
+    bar.model, bar.session_id = "anthropic/claude-sonnet-4-5", "0123456789"
+    wide = fit(bar.segments(), 200).plain
+    assert "sandbox workspace-write" in wide
+    narrow = fit(bar.segments(), len(wide) - 25).plain  # id and provider went first
+    assert "workspace-write" in narrow and "sandbox workspace" not in narrow
+    # Unconfined is a warning that stays when everything else gives way.
+    bar.sandbox = "no sandbox (rules only)"
+    assert "no sandbox (rules only)" in fit(bar.segments(), 40).plain
 
 
 # --- flags and config ---------------------------------------------------------------
