@@ -454,3 +454,29 @@ async def test_the_app_shows_the_sessions_sandbox_and_the_notice(tmp_path: Path)
         assert app.session is not None
         warnings = [e.data for e in app.session.backlog if isinstance(e.data, SessionWarningData)]
         assert len(warnings) == 1 and "not available" in warnings[0].message
+
+
+def test_p_without_landlock_warns_once_and_goes_by_the_rules(
+    ws: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fresh_probe: None,
+) -> None:
+    no_landlock(monkeypatch)
+    monkeypatch.chdir(ws)
+    script = tmp_path / "s.json"
+    call = {"name": "bash", "arguments": {"command": "echo x >> ../escaped"}}
+    turns = [{"tool_calls": [call]}, {"tool_calls": [call]}, {"text": "done"}]
+    script.write_text(json.dumps({"turns": turns}))
+    capsys.readouterr()
+    assert main(["-p", "write", "--model", f"scripted:{script}", "--allow-all-tools"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: The OS sandbox is not available") == 1
+    assert (tmp_path / "escaped").read_text() == "x\nx\n"  # the rules allowed it
+    # Denied by a rule, it does not run: the rules are what is left.
+    capsys.readouterr()
+    argv = ["-p", "write", "--model", f"scripted:{script}", "--allow-all-tools"]
+    assert main([*argv, "--deny-tool", "shell(echo)"]) == 0
+    assert (tmp_path / "escaped").read_text() == "x\nx\n"
+    capsys.readouterr()
