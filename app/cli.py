@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-all-tools", action="store_true", help="never ask (deny rules apply)"
     )
     perms.add_argument(
-        "--yolo", action="store_true", help="--allow-all-tools, and paths outside the workspace"
+        "--yolo",
+        action="store_true",
+        help="--allow-all-tools, paths outside the workspace, and --sandbox off",
     )
     perms.add_argument(
         "--add-dir",

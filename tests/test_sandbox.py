@@ -480,3 +480,28 @@ def test_p_without_landlock_warns_once_and_goes_by_the_rules(
     assert main([*argv, "--deny-tool", "shell(echo)"]) == 0
     assert (tmp_path / "escaped").read_text() == "x\nx\n"
     capsys.readouterr()
+
+
+@needs_landlock
+@pytest.mark.parametrize("abi", [1, 2, 3, 4, 6])
+def test_older_abis_get_the_rules_they_support(ws: Path, abi: int) -> None:
+    """What an older kernel gets, played on this one: writes stay confined at every ABI."""
+    if abi > LANDLOCK.abi:
+        pytest.skip(f"this kernel has ABI {LANDLOCK.abi}")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import landlock\n"
+        f"landlock.restrict('workspace-write', [{str(ws)!r}], network=False, abi={abi})\n"
+        "open('inside', 'w').write('x')\n"
+        "try:\n    open('../outside', 'w')\nexcept PermissionError:\n    print('refused')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(Path(landlock.__file__).parent)],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "refused\n"
+    assert (ws / "inside").read_text() == "x"
+    outside_untouched(ws)

@@ -2,8 +2,8 @@
 
 This file imports nothing but the standard library, because the bash tool runs it
 as a script (``python -I -S landlock.py --mode … -- /bin/bash -c CMD``): the
-wrapper restricts itself, then ``execv``\\ s the command, so the rules hold for the
-command and everything it starts, and never for loopdeck itself. Doing it in a
+wrapper restricts itself, then execs the command, so the rules hold for the command
+and everything it starts, and never for loopdeck itself. Doing it in a
 ``preexec_fn`` instead would run ctypes between ``fork`` and ``exec`` of a
 threaded process, which can deadlock.
 
