@@ -54,6 +54,8 @@ from agent.permission_gate import PermissionGate
 from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
 from agent.prompt import build_system_prompt, git_branch
+from agent.sandbox.policy import Sandbox
+from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
 from agent.store import SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
@@ -86,6 +88,8 @@ class Session:
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
     ) -> None:
         self.id = session_id
         self.model = model
@@ -125,6 +129,14 @@ class Session:
         self.permission_level = PermissionLevelChoice(self)
         # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
         self.hooks = LoopHooks()
+        # None: shell commands run unconfined (a library user that did not ask for one).
+        self.sandbox = sandbox
+        if sandbox is not None:
+            sandbox.cwd = self.cwd
+        self.env_filter = env_filter or EnvFilter()
+        # Tool output passes through here before it becomes an event: nothing that
+        # reads events (log, screen, -p, exports, the model) sees these values.
+        self.secrets = SecretMasker.from_env(os.environ, self.env_filter)
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
@@ -144,6 +156,8 @@ class Session:
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
         session_id: str | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
     ) -> Session:
         """A new session (and log). ``session_id`` lets a client choose the id."""
         session = cls(
@@ -156,6 +170,8 @@ class Session:
             extra_dirs=extra_dirs,
             registry_factory=registry_factory,
             policy=policy,
+            sandbox=sandbox,
+            env_filter=env_filter,
         )
         session._created_here = True
         if store is not None:
@@ -176,6 +192,7 @@ class Session:
                 context=session._context(),
             )
         )
+        session._sandbox_notice()
         session._save_meta()
         return session
 
@@ -191,6 +208,8 @@ class Session:
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
     ) -> Session:
         """Rebuild a session from its log and continue it in the same file and mode.
 
@@ -209,6 +228,8 @@ class Session:
                 extra_dirs=extra_dirs,
                 registry_factory=registry_factory,
                 policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
             )
         except BaseException:
             lock.release()
@@ -227,6 +248,8 @@ class Session:
         extra_dirs: list[Path] | None,
         registry_factory: Callable[[Mode], ToolRegistry] | None,
         policy: PermissionPolicy | None,
+        sandbox: Sandbox | None,
+        env_filter: EnvFilter | None,
     ) -> Session:
         read = read_events(store.events_path(session_id))
         meta = store.read_meta(session_id)
@@ -246,6 +269,8 @@ class Session:
             extra_dirs=extra_dirs,
             registry_factory=registry_factory,
             policy=policy,
+            sandbox=sandbox,
+            env_filter=env_filter,
         )
         started = meta.get("startedAt")
         session._started_at = started if isinstance(started, str) and started else now_iso()
@@ -280,8 +305,15 @@ class Session:
                 context=session._context(),
             )
         )
+        session._sandbox_notice()
         session._save_meta()
         return session
+
+    def _sandbox_notice(self) -> None:
+        """Once per run: the sandbox was asked for and this kernel cannot provide it."""
+        notice = self.sandbox.notice() if self.sandbox is not None else None
+        if notice is not None:
+            self.emit(SessionWarningData(warning_type="sandbox_unavailable", message=notice))
 
     def _close_dangling(self) -> None:
         """A crash can leave tool calls and a turn open: close them as interrupted."""
@@ -300,6 +332,7 @@ class Session:
     # --- the event stream ----------------------------------------------------
 
     def emit(self, data: EventData) -> Event:
+        data = self.secrets.event_data(data)
         event = Event.new(data, self._last_persisted_id)
         self._fold(event)
         if self._backlog is not None and not event.ephemeral:
@@ -413,7 +446,11 @@ class Session:
 
     def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:
         return ToolContext(
-            cwd=self.cwd, extra_dirs=list(self.extra_dirs), report_progress=report_progress
+            cwd=self.cwd,
+            extra_dirs=list(self.extra_dirs),
+            report_progress=report_progress,
+            sandbox=self.sandbox.confinement(self._mode) if self.sandbox else None,
+            env_filter=self.env_filter,
         )
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
@@ -427,6 +464,7 @@ class Session:
                 mode=self._mode,
                 tool_names=self.tools().names(),
                 model=self.model.name,
+                sandbox=self.sandbox.prompt_section(self._mode) if self.sandbox else None,
             )
         return prompt
 
@@ -537,6 +575,8 @@ class Session:
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
+        if self.sandbox is not None:
+            self.sandbox.close()
         if self.store is not None and self._created_here and not self._first_prompt:
             # Opened and left without a word: nothing worth keeping or listing.
             shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)

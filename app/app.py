@@ -191,6 +191,8 @@ class LoopdeckApp(App[int]):
         if session is None:
             return
         busy = session.busy and not self._idle_now()
+        if session.sandbox is not None:
+            self.status.sandbox = session.sandbox.label(session.mode)
         self.status.show(
             self.timeline.transcript,
             model=session.model.name,

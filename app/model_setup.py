@@ -108,9 +108,14 @@ async def open_session(
     """Create or resume the session the flags describe. Raises SetupError."""
     from agent.models.scripted import ScriptError
     from agent.store import SessionNotFound
+    from app.sandbox_setup import SandboxSetupError, sandbox_setup
 
     store = SessionStore(loopdeck_home())
     policy, extra_dirs = permission_setup(args)
+    try:
+        sandbox, env_filter = sandbox_setup(args)
+    except SandboxSetupError as exc:
+        raise SetupError(str(exc)) from exc
     cap = args.max_autopilot_continues
     cap = DEFAULT_MAX_CONTINUES if cap is None else cap
     try:
@@ -138,6 +143,8 @@ async def open_session(
                 cwd=cwd if args.cwd else None,
                 max_autopilot_continues=cap,
                 policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
                 extra_dirs=extra_dirs,
             )
         except SessionInUse as exc:
@@ -154,6 +161,8 @@ async def open_session(
         max_autopilot_continues=cap,
         policy=policy,
         extra_dirs=extra_dirs,
+        sandbox=sandbox,
+        env_filter=env_filter,
     )
 
 

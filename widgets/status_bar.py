@@ -26,6 +26,7 @@ class StatusBar(Static):
         self.session_id = ""
         self.nudge_cap = nudge_cap
         self.note = ""
+        self.sandbox = ""  # e.g. "sandbox workspace-write"; empty: none configured
 
     def watch_busy(self, busy: bool) -> None:
         self.set_class(busy, "-busy")
@@ -57,9 +58,9 @@ class StatusBar(Static):
 
     def segments(self) -> list[Segment]:
         """The line's parts in order. A new part picks its ranks against these: lower
-        gives way first (session id 10, model's provider 20, nudge word 30, turn count
-        40, model cut 50, model 60, cost 70, mode 80); state, tokens, queued and note
-        never shrink."""
+        gives way first (session id 10, model's provider 20, sandbox word 25, nudge word
+        30, sandbox 35, turn count 40, model cut 50, model 60, cost 70, mode 80); state,
+        tokens, queued, note and a missing sandbox never shrink."""
         t = self.transcript
         # The state leads: should even the shortest forms not fit, the line is cut at
         # its end, and "working"/"idle" is what must stay visible.
@@ -72,11 +73,22 @@ class StatusBar(Static):
             parts.append(Segment.fixed(f"{inp} in · {out} out"))
         if t and t.cost:
             parts.append(Segment.shrinking(cost(t.cost), (70, "")))
+        if self.sandbox:
+            parts.append(self._sandbox_segment())
         if self.queued:
             parts.append(Segment.fixed(f"{self.queued} queued"))
         if self.note:
             parts.append(Segment.fixed(Text(self.note, style="italic")))
         return parts
+
+    def _sandbox_segment(self) -> Segment:
+        # Unconfined commands are a warning that never gives way; a working sandbox
+        # shortens to its mode ("workspace-write"), then goes, before the turn count.
+        if self.sandbox.startswith(("no sandbox", "sandbox off")):
+            return Segment.fixed(Text(self.sandbox, style="bold red"))
+        return Segment.shrinking(
+            self.sandbox, (25, self.sandbox.removeprefix("sandbox ")), (35, "")
+        )
 
     def _mode_segment(self) -> Segment:
         t = self.transcript

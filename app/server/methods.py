@@ -32,11 +32,14 @@ from agent.models.scripted import SCRIPTED_PREFIX, ScriptError, shipped_script_n
 from agent.models.select import NO_MODEL_HELP
 from agent.models.settings import ApiBaseError, check_api_base
 from agent.permissions import PermissionPolicy, RuleError
+from agent.sandbox.policy import Sandbox
+from agent.secrets import EnvFilter
 from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary, read_events
 from agent.tools.external import ExternalToolSpec
 from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model, provider_settings
+from app.sandbox_setup import SandboxSetupError, sandbox_setup
 from app.server.bridge import (
     HostedSession,
     RequestTracker,
@@ -198,6 +201,7 @@ class Runtime:
         model = self._model(params, recorded=None)
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
+        sandbox, env_filter = self._sandbox()
         try:
             created = await SdkSession.create(
                 session_id=session_id,
@@ -208,6 +212,8 @@ class Runtime:
                 extra_dirs=extra_dirs,
                 registry_factory=choice.registry,
                 policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
             )
         except SessionInUse as exc:  # another process is creating this very id
             raise RpcError(SERVER_ERROR, str(exc)) from exc
@@ -241,6 +247,7 @@ class Runtime:
         model = self._model(params, recorded=recorded if isinstance(recorded, str) else None)
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
+        sandbox, env_filter = self._sandbox()
         cwd = _opt_str(params, "workingDirectory")
         try:
             resumed = await SdkSession.resume(
@@ -252,6 +259,8 @@ class Runtime:
                 extra_dirs=extra_dirs,
                 registry_factory=choice.registry,
                 policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
             )
         except SessionInUse as exc:
             # Another process (the app, a -p run, another runtime) writes it.
@@ -522,6 +531,13 @@ class Runtime:
         if not path.is_dir():
             raise RpcError(INVALID_PARAMS, f"workingDirectory {path}: not a directory")
         return path.resolve()
+
+    def _sandbox(self) -> tuple[Sandbox, EnvFilter]:
+        """The server's --sandbox flags over config.toml, fresh per session (its temp dir)."""
+        try:
+            return sandbox_setup(self.flags)
+        except SandboxSetupError as exc:
+            raise RpcError(SERVER_ERROR, str(exc)) from exc
 
     def _permissions(self, params: dict[str, Any]) -> tuple[PermissionPolicy, list[Path]]:
         """The server's permission flags (a fresh policy per session), plus the
