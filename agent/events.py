@@ -93,6 +93,11 @@ class SessionWarningData(EventData):
     message: str
 
 
+# session.warning's warningType for a reply the provider cut at its output
+# token limit (finish_reason "length"); it follows that turn's assistant.message.
+WARNING_OUTPUT_TRUNCATED = "output_truncated"
+
+
 class SessionTaskCompleteData(EventData):
     TYPE = "session.task_complete"
     summary: str | None = None

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.events import (
+    WARNING_OUTPUT_TRUNCATED,
     AbortData,
     AssistantMessageData,
     AssistantMessageDeltaData,
@@ -272,6 +273,14 @@ class TurnLoop:
                 )
             )
             self._message_sent = True
+            if reply.finish_reason == "length":
+                host.emit(
+                    SessionWarningData(
+                        warning_type=WARNING_OUTPUT_TRUNCATED,
+                        message="The reply was cut at the model's output limit "
+                        "(finish_reason: length); what follows it may be incomplete.",
+                    )
+                )
             if usage is not None:
                 host.emit(
                     AssistantUsageData(

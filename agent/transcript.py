@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
 from agent.events import (
+    WARNING_OUTPUT_TRUNCATED,
     AbortData,
     AssistantMessageData,
     AssistantMessageDeltaData,
@@ -127,8 +128,10 @@ _HINTS: dict[str, str] = {
     "rate_limit": "wait and retry, or switch model with --model",
     "context_limit": "start a new session or shorten the request",
     "server": "the provider had a problem; send again to retry",
-    "timeout": "the provider had a problem; send again to retry",
+    "timeout": "the server went quiet; send again, or allow a slow one more with --idle-timeout",
     "bad_request": "the provider rejected the request; rephrase it or switch model with --model",
+    "connection": "check that the model server is running and its URL is right, then send again",
+    "empty_response": "the model sent back nothing; send again, or switch model with --model",
 }
 _ALIASES: dict[str, str] = {
     "authentication": "auth",
@@ -272,6 +275,7 @@ class TurnBlock:
     cost: float | None = None
     retries: int = 0  # model calls retried within this turn
     retry_reason: str | None = None  # why the last retry happened
+    cut: bool = False  # the provider cut the reply at its output token limit
     tools: list[ToolCallBlock] = field(default_factory=list)
     _text: _TextStream = field(default_factory=_TextStream, repr=False)
     _reasoning: _TextStream = field(default_factory=_TextStream, repr=False)
@@ -965,6 +969,10 @@ class Transcript:
         changes = [self._add(notice)]
         if d.warning_type == "model_retry" and self._open_turn is not None:
             changes.extend(self._retry(self._open_turn, d.message))
+        turn = self._open_turn or self._last_turn
+        if d.warning_type == WARNING_OUTPUT_TRUNCATED and turn is not None:
+            turn.cut = True
+            changes.append(Change("updated", turn))
         return changes
 
     def _compaction_start(self, d: SessionCompactionStartData, ts: datetime | None) -> list[Change]:

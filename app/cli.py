@@ -7,6 +7,7 @@ litellm, which is imported only when a real model is called.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -44,7 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("prompt_words", nargs="*", metavar="PROMPT", help="start with this prompt")
     parser.add_argument("-p", "--prompt", help="run headless with this prompt, then exit")
     parser.add_argument("--model", help="litellm model string, or scripted:<file.json|name>")
-    parser.add_argument("--api-base", help="base URL for the model's API (e.g. for ollama/…)")
     parser.add_argument("--autopilot", action="store_true", help="work until task_complete")
     parser.add_argument(
         "--max-autopilot-continues",
@@ -107,8 +107,53 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-system-prompt", action="store_true", help="print the system prompt and exit"
     )
     parser.add_argument("--version", action="version", version=f"loopdeck {__version__}")
+    _add_connection_flags(parser)
     _add_runtime_flags(parser)
     return parser
+
+
+def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the model server is and how long to wait for it (config.toml: api_base,
+    connect_timeout, idle_timeout; max_retries and retry_base_delay only there)."""
+    group = parser.add_argument_group("model server")
+    group.add_argument(
+        "--api-base",
+        type=_api_base,
+        metavar="URL",
+        help="the model server's URL, e.g. http://127.0.0.1:8080/v1 for a local server",
+    )
+    group.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up connecting to the model server after this long (default 10)",
+    )
+    group.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up when the model server sends nothing for this long, before or "
+        "during a reply (default 60)",
+    )
+
+
+def _api_base(text: str) -> str:
+    from agent.models.settings import ApiBaseError, check_api_base
+
+    try:
+        return check_api_base(text)
+    except ApiBaseError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
 
 
 def _add_runtime_flags(parser: argparse.ArgumentParser) -> None:

@@ -5,27 +5,74 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TypeVar
 
 from agent.events import Mode
 from agent.loop import DEFAULT_MAX_CONTINUES
-from agent.models.base import ModelClient
+from agent.models.base import ModelClient, RetryPolicy
 from agent.models.scripted import SCRIPTED_PREFIX, ScriptedModel
-from agent.models.select import ConfigError, choose_model, user_config_dir
+from agent.models.select import ConfigError, choose_model, read_config, user_config_dir
+from agent.models.settings import ProviderSettings
 from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
 from agent.store import SessionStore, loopdeck_home
+
+_T = TypeVar("_T")
 
 
 class SetupError(Exception):
     """Something the user must fix before a session can start; the message says what."""
 
 
-def make_model(model: str, api_base: str | None = None) -> ModelClient:
+def make_model(
+    model: str, api_base: str | None = None, settings: ProviderSettings | None = None
+) -> ModelClient:
+    """The client for ``model``; ``settings`` (timeouts, retries) apply to real
+    models, and their ``api_base`` is used when ``api_base`` is not given."""
     if model.startswith(SCRIPTED_PREFIX):
         return ScriptedModel.from_spec(model)
     from agent.models.litellm_client import LiteLLMModel
 
-    return LiteLLMModel(model, api_base=api_base)
+    settings = settings or ProviderSettings()
+    return LiteLLMModel(
+        model,
+        api_base=api_base or settings.api_base,
+        connect_timeout=settings.connect_timeout,
+        idle_timeout=settings.idle_timeout,
+        retry_policy=settings.retry_policy,
+    )
+
+
+def provider_settings(args: argparse.Namespace | None) -> ProviderSettings:
+    """Timeouts and retries: the flags, over config.toml, over the defaults.
+
+    ``api_base`` here is only the flag's; config's goes with config's model
+    (see :func:`pick_model`). Raises SetupError for a broken config file.
+    """
+    env = os.environ
+    try:
+        config = read_config(user_config_dir(env))
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from exc
+    defaults = ProviderSettings()
+    policy = RetryPolicy(
+        max_retries=_first(config.max_retries, defaults.retry_policy.max_retries),
+        base_delay=_first(config.retry_base_delay, defaults.retry_policy.base_delay),
+    )
+    return ProviderSettings(
+        api_base=getattr(args, "api_base", None),
+        connect_timeout=_first(
+            getattr(args, "connect_timeout", None), config.connect_timeout, defaults.connect_timeout
+        ),
+        idle_timeout=_first(
+            getattr(args, "idle_timeout", None), config.idle_timeout, defaults.idle_timeout
+        ),
+        retry_policy=policy,
+    )
+
+
+def _first(*values: _T | None) -> _T:
+    return next(v for v in values if v is not None)
 
 
 def pick_model(cli_model: str | None, recorded: str | None = None) -> tuple[str, str | None] | None:
@@ -76,8 +123,9 @@ async def open_session(
 
         raise SetupError(NO_MODEL_HELP)
     spec, config_api_base = picked
+    settings = None if spec.startswith(SCRIPTED_PREFIX) else provider_settings(args)
     try:
-        model = make_model(spec, args.api_base or config_api_base)
+        model = make_model(spec, args.api_base or config_api_base, settings)
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
     if resume_id is not None:

@@ -204,6 +204,7 @@ async def test_request_arguments(monkeypatch: pytest.MonkeyPatch, litellm: Any) 
     assert fake.kwargs["temperature"] == 0.2
 
     tools = [{"type": "function", "function": {"name": "view", "parameters": {}}}]
+    fake = install_fake(monkeypatch, litellm, [chunk(litellm, {"content": "ok"})])
     await collect(LiteLLMModel("openai/gpt-4o"), tools=tools)
     assert fake.kwargs["tools"] == tools
     assert "api_base" not in fake.kwargs
@@ -318,7 +319,8 @@ def _errors(litellm: Any) -> list[tuple[Exception, str]]:
         (litellm.InternalServerError("boom", "openai", "gpt-4o"), "server"),
         (litellm.ServiceUnavailableError("down", "openai", "gpt-4o"), "server"),
         (litellm.BadGatewayError("gateway", "openai", "gpt-4o"), "server"),
-        (litellm.APIConnectionError("refused", "openai", "gpt-4o"), "server"),
+        (litellm.APIConnectionError("Connection refused", "openai", "gpt-4o"), "connection"),
+        (litellm.APIConnectionError("unexpected", "openai", "gpt-4o"), "server"),
         (litellm.Timeout("too slow", "openai", "gpt-4o"), "timeout"),
         (litellm.AuthenticationError("bad key", "openai", "gpt-4o"), "auth"),
         (
@@ -340,7 +342,8 @@ async def test_each_litellm_error_maps_to_its_type(litellm: Any) -> None:
         assert caught.value.error_type == expected, type(error).__name__
         assert "openai/gpt-4o" in caught.value.message
         assert not caught.value.message.startswith("litellm.")
-        assert caught.value.retryable == (expected in {"rate_limit", "server", "timeout"})
+        retryable = {"rate_limit", "server", "timeout", "connection"}
+        assert caught.value.retryable == (expected in retryable)
 
 
 async def test_plain_exception_mock_is_a_server_error() -> None:

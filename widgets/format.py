@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# A turn whose reply the provider cut at its output token limit (finish_reason length).
+CUT_MARK = "✂ cut at the model's output limit"
+
 # Which argument best says what a tool call does, per tool.
 _KEY_ARGUMENT = {
     "view": "path",

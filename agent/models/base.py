@@ -11,9 +11,21 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# The provider error types the loop knows. Retryable ones get backoff.
-RETRYABLE_ERRORS = frozenset({"rate_limit", "server", "timeout"})
-ERROR_TYPES = frozenset({"rate_limit", "server", "timeout", "auth", "context_limit", "bad_request"})
+# The provider error types the loop knows. Retryable ones get backoff: only
+# failures a second try can fix (busy, broken or unreachable for a moment).
+RETRYABLE_ERRORS = frozenset({"rate_limit", "server", "timeout", "connection"})
+ERROR_TYPES = frozenset(
+    {
+        "rate_limit",
+        "server",
+        "timeout",
+        "connection",  # the server could not be reached, or dropped the stream
+        "auth",
+        "context_limit",
+        "bad_request",
+        "empty_response",  # a 200 with no text, no reasoning and no tool calls
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,8 @@ import asyncio
 import contextlib
 import functools
 import os
-import re
-import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import Any
 
@@ -32,26 +29,50 @@ from agent.models.base import (
     Usage,
 )
 from agent.models.litellm_import import import_litellm
+from agent.models.provider_errors import (
+    CallContext,
+    known_secrets,
+    provider_error_from,
+    timeout_error,
+)
+from agent.models.select import provider_key_vars
+from agent.models.settings import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT
+
+# Sent as the key when an api_base is given and no key is: local OpenAI-compatible
+# servers (llama.cpp, vLLM, LM Studio, Ollama) ignore it, but the provider SDKs
+# refuse to send a request without one.
+PLACEHOLDER_API_KEY = "no-key-needed"
 
 
 class LiteLLMModel:
-    """Streams replies from ``model`` (a litellm model string) via litellm."""
+    """Streams replies from ``model`` (a litellm model string) via litellm.
+
+    Every wait is bounded: ``connect_timeout`` to connect, then ``idle_timeout``
+    without data, both before the reply starts and between its chunks. They are
+    passed to litellm (httpx timeouts) and also enforced here around each read,
+    so a provider path that ignores them cannot hang a turn.
+    """
 
     def __init__(
         self,
         model: str,
         *,
         api_base: str | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        retry_policy: RetryPolicy | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
         self._model = model
         self._api_base = api_base
+        self._connect_timeout = connect_timeout
+        self._idle_timeout = idle_timeout
         # Passed straight to litellm.acompletion (temperature, api_key,
         # max_retries, mock_response in tests, ...).
         # The provider SDKs' own silent retries are off: the loop retries visibly
         # (assistant.turn_retry) with its own backoff.
         self._extra = {"max_retries": 0, **(extra or {})}
-        self._retry_policy = RetryPolicy()
+        self._retry_policy = retry_policy or RetryPolicy()
 
     @property
     def name(self) -> str:
@@ -70,6 +91,48 @@ class LiteLLMModel:
     ) -> AsyncIterator[StreamItem]:
         # The first import takes seconds; off the event loop it cannot freeze the UI.
         litellm = await asyncio.to_thread(import_litellm)
+        kwargs = self._request(messages, tools)
+
+        try:
+            # Connecting, sending and waiting for the response headers.
+            async with asyncio.timeout(self._connect_timeout + self._idle_timeout):
+                response = await litellm.acompletion(**kwargs)
+        except TimeoutError:
+            raise timeout_error(self._context("request")) from None
+        except Exception as exc:
+            raise self._provider_error(exc, litellm, "request") from exc
+
+        builder = _ReplyBuilder()
+        iterator = aiter(response)
+        phase = "request"  # until the first chunk: the wait for the reply to start
+        try:
+            while True:
+                # Only litellm's own work sits inside this try, so a bug in the
+                # assembly below is never disguised as a provider error.
+                try:
+                    async with asyncio.timeout(self._idle_timeout):
+                        chunk = await anext(iterator)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise timeout_error(self._context(phase)) from None
+                except Exception as exc:
+                    raise self._provider_error(exc, litellm, phase) from exc
+                phase = "stream"
+                for item in builder.add(chunk):
+                    yield item
+        finally:
+            await _close_quietly(response)
+
+        usage = builder.usage(functools.partial(model_cost, litellm, self._model))
+        reply = builder.reply(call_index=call_index, usage=usage)
+        if not (reply.text or reply.tool_calls or reply.reasoning):
+            raise _empty_reply(self._model, reply.finish_reason)
+        yield reply
+
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             **self._extra,
             "model": self._model,
@@ -79,42 +142,53 @@ class LiteLLMModel:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        # Loaded with litellm already; imported here to stay off the first frame.
+        import httpx
+
+        # read/write/pool: the idle limit; litellm turns it into a plain number
+        # for providers whose client takes no httpx.Timeout.
+        timeout = httpx.Timeout(self._idle_timeout, connect=self._connect_timeout)
+        kwargs.setdefault("timeout", timeout)
         if self._api_base is not None:
             kwargs["api_base"] = self._api_base
+            if self._needs_placeholder_key():
+                kwargs["api_key"] = PLACEHOLDER_API_KEY
+        return kwargs
 
-        try:
-            response = await litellm.acompletion(**kwargs)
-        except Exception as exc:
-            raise self._provider_error(exc, litellm) from exc
+    def _needs_placeholder_key(self) -> bool:
+        """A local server with no key in sight: only then, never over a real key."""
+        if self._extra.get("api_key"):
+            return False
+        names = provider_key_vars(self._model)
+        # An unknown provider may read a key from a variable we don't know of.
+        return bool(names) and not any(os.environ.get(name, "").strip() for name in names)
 
-        builder = _ReplyBuilder()
-        iterator = aiter(response)
-        try:
-            while True:
-                # Only litellm's own work sits inside this try, so a bug in the
-                # assembly below is never disguised as a provider error.
-                try:
-                    chunk = await anext(iterator)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    raise self._provider_error(exc, litellm) from exc
-                for item in builder.add(chunk):
-                    yield item
-        finally:
-            await _close_quietly(response)
+    def _context(self, phase: str) -> CallContext:
+        return CallContext(
+            self._model, self._api_base, self._connect_timeout, self._idle_timeout, phase
+        )
 
-        usage = builder.usage(functools.partial(model_cost, litellm, self._model))
-        yield builder.reply(call_index=call_index, usage=usage)
-
-    def _provider_error(self, exc: Exception, litellm: ModuleType) -> ProviderError:
+    def _provider_error(self, exc: Exception, litellm: ModuleType, phase: str) -> ProviderError:
         return provider_error_from(
             exc,
             litellm=litellm,
             model=self._model,
             api_base=self._api_base,
-            secrets=_known_secrets(self._extra, os.environ),
+            secrets=known_secrets(self._extra, os.environ),
+            connect_timeout=self._connect_timeout,
+            idle_timeout=self._idle_timeout,
+            phase=phase,
         )
+
+
+def _empty_reply(model: str, finish_reason: str | None) -> ProviderError:
+    if finish_reason == "length":
+        why = "it hit its output limit before writing anything"
+    else:
+        why = "no text and no tool calls" + (
+            f", finish_reason={finish_reason}" if finish_reason else ""
+        )
+    return ProviderError("empty_response", f"The model returned an empty reply ({model}): {why}.")
 
 
 # --- assembling a reply from chunks -----------------------------------------
@@ -266,146 +340,3 @@ def model_cost(
         return float(prompt_cost) + float(completion_cost)
     except Exception:
         return None
-
-
-# --- errors --------------------------------------------------------------------
-
-_SUMMARIES = {
-    "rate_limit": "Rate limited by the provider",
-    "server": "The provider had a server error",
-    "timeout": "The model request timed out",
-    "auth": "Authentication failed; check the API key for this provider",
-    "context_limit": "The conversation no longer fits in the model's context window",
-    "bad_request": "The provider rejected the request",
-}
-
-
-def provider_error_from(
-    exc: BaseException,
-    *,
-    litellm: ModuleType,
-    model: str,
-    api_base: str | None = None,
-    secrets: Iterable[str] = (),
-) -> ProviderError:
-    """Map a litellm (or stray) exception to a :class:`ProviderError`."""
-    error_type = _classify(exc, litellm)
-    summary = _SUMMARIES[error_type]
-    if isinstance(exc, litellm.PermissionDeniedError):
-        summary = "The provider denied access (check the key's permissions)"
-    elif error_type == "server" and isinstance(exc, litellm.APIConnectionError):
-        summary = "Could not connect to the provider" + (f" at {api_base}" if api_base else "")
-    detail = _clean_detail(str(exc))
-    message = f"{summary} ({model})" + (f": {detail}" if detail else "")
-    status = getattr(exc, "status_code", None)
-    return ProviderError(
-        error_type,
-        _redact(message, secrets),
-        status_code=status if isinstance(status, int) else None,
-        retry_after=_retry_after(exc) if error_type in ("rate_limit", "server") else None,
-    )
-
-
-def _classify(exc: BaseException, litellm: ModuleType) -> str:
-    # Order matters: ContextWindowExceededError is a BadRequestError and
-    # Timeout is an APIConnectionError.
-    ordered: list[tuple[tuple[type[BaseException], ...], str]] = [
-        ((litellm.ContextWindowExceededError,), "context_limit"),
-        ((litellm.RateLimitError,), "rate_limit"),
-        ((litellm.Timeout, TimeoutError), "timeout"),
-        ((litellm.AuthenticationError, litellm.PermissionDeniedError), "auth"),
-        (
-            (
-                litellm.InternalServerError,
-                litellm.ServiceUnavailableError,
-                litellm.BadGatewayError,
-                litellm.APIConnectionError,
-            ),
-            "server",
-        ),
-        ((litellm.BadRequestError,), "bad_request"),
-    ]
-    for classes, error_type in ordered:
-        if isinstance(exc, classes):
-            return error_type
-    # Generic litellm.APIError and friends still carry the HTTP status; an
-    # Anthropic 529 "overloaded" must be retried, not reported as our fault.
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        if status == 429:
-            return "rate_limit"
-        if status == 408:
-            return "timeout"
-        if status in (401, 403):
-            return "auth"
-        if status >= 500:
-            return "server"
-    return "bad_request"
-
-
-_LITELLM_PREFIX = re.compile(r"^(?:\s*litellm\.\w+:\s*)+")
-_MAX_DETAIL = 600
-
-
-def _clean_detail(text: str) -> str:
-    # litellm stacks "litellm.XError: litellm.XError: …" prefixes; the summary
-    # already says what kind of error it is.
-    detail = _LITELLM_PREFIX.sub("", text).strip()
-    if len(detail) > _MAX_DETAIL:
-        detail = detail[:_MAX_DETAIL].rstrip() + "…"
-    return detail
-
-
-# Well-known key shapes, redacted even when we don't know the exact value.
-_KEY_PATTERNS = re.compile(
-    r"\b(?:sk-(?:ant-|proj-|or-)?[A-Za-z0-9_\-]{8,}|gsk_[A-Za-z0-9]{8,}|AIza[0-9A-Za-z_\-]{20,}"
-    r"|xai-[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,})"
-)
-_URL_USERINFO = re.compile(r"(?<=//)[^/@\s:]+:[^/@\s]+@")
-_SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET)$", re.IGNORECASE)
-
-
-def _known_secrets(extra: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    """Values that must never appear in an error message: keys we were given."""
-    values = [v for k, v in extra.items() if _SECRET_NAME.search(k) and isinstance(v, str)]
-    values += [v for k, v in env.items() if _SECRET_NAME.search(k)]
-    # Short values ("1", "true") would shred the message and are no secrets.
-    return [v for v in values if len(v) >= 8]
-
-
-def _redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    text = _KEY_PATTERNS.sub("***", text)
-    return _URL_USERINFO.sub("***@", text)
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds the provider asked us to wait, from Retry-After(-Ms) headers."""
-    response = getattr(exc, "response", None)
-    sources = [getattr(exc, "headers", None), getattr(response, "headers", None)]
-    for headers in sources:
-        if not headers:
-            continue
-        lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-        if "retry-after-ms" in lowered:
-            try:
-                return max(float(lowered["retry-after-ms"]) / 1000.0, 0.0)
-            except ValueError:
-                pass
-        if "retry-after" in lowered:
-            return _parse_retry_after(lowered["retry-after"])
-    return None
-
-
-def _parse_retry_after(value: str) -> float | None:
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    # The header may also be an HTTP date.
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)

@@ -5,10 +5,13 @@ Nothing here imports litellm: choosing a model happens before the first frame.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from agent.models.settings import ApiBaseError, check_api_base
 
 CONFIG_FILE_NAME = "config.toml"
 
@@ -24,6 +27,33 @@ PROVIDER_DEFAULTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("DEEPSEEK_API_KEY",), "deepseek/deepseek-chat"),
     (("XAI_API_KEY",), "xai/grok-4"),
 )
+
+# Where litellm looks for the key of providers not in PROVIDER_DEFAULTS.
+_OTHER_KEY_VARS: dict[str, tuple[str, ...]] = {
+    "text-completion-openai": ("OPENAI_API_KEY",),
+    "azure": ("AZURE_API_KEY",),
+    "cohere": ("COHERE_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY",),
+    "fireworks_ai": ("FIREWORKS_AI_API_KEY",),
+    "perplexity": ("PERPLEXITYAI_API_KEY",),
+    "deepinfra": ("DEEPINFRA_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "hosted_vllm": ("HOSTED_VLLM_API_KEY",),
+    "lm_studio": ("LM_STUDIO_API_KEY",),
+}
+
+
+def provider_key_vars(model: str) -> tuple[str, ...]:
+    """The environment variables holding the API key for ``model``'s provider
+    (from its ``provider/`` prefix); empty when the provider is not known."""
+    if "/" not in model:
+        return ()
+    prefix = model.split("/", 1)[0]
+    for keys, default in PROVIDER_DEFAULTS:
+        if default.split("/", 1)[0] == prefix:
+            return keys
+    return _OTHER_KEY_VARS.get(prefix, ())
+
 
 NO_MODEL_HELP = """\
 No model is configured yet.
@@ -96,10 +126,36 @@ def choose_model(
 
 
 def _model_from_config(path: Path) -> ModelChoice | None:
+    config = read_config_file(path)
+    if config.model is None:
+        # A config with other settings but no model defers to the API keys.
+        return None
+    return ModelChoice(config.model, f"config file {path}", api_base=config.api_base)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValues:
+    """What config.toml sets; None for what it leaves out."""
+
+    model: str | None = None
+    api_base: str | None = None
+    connect_timeout: float | None = None
+    idle_timeout: float | None = None
+    max_retries: int | None = None
+    retry_base_delay: float | None = None
+
+
+def read_config(config_dir: Path) -> ConfigValues:
+    """The config file in ``config_dir``; empty values if there is none."""
+    return read_config_file(config_dir / CONFIG_FILE_NAME)
+
+
+def read_config_file(path: Path) -> ConfigValues:
+    """Raises :class:`ConfigError` (one line, naming the file) for a broken file."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None
+        return ConfigValues()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"Cannot read config file {path}: {exc}") from exc
     try:
@@ -107,12 +163,20 @@ def _model_from_config(path: Path) -> ModelChoice | None:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Config file {path} is not valid TOML: {exc}") from exc
 
-    model = _optional_string(data, "model", path)
     api_base = _optional_string(data, "api_base", path)
-    if model is None:
-        # A config with other settings but no model defers to the API keys.
-        return None
-    return ModelChoice(model, f"config file {path}", api_base=api_base)
+    if api_base is not None:
+        try:
+            api_base = check_api_base(api_base)
+        except ApiBaseError as exc:
+            raise ConfigError(f"Config file {path}: api_base {exc}") from None
+    return ConfigValues(
+        model=_optional_string(data, "model", path),
+        api_base=api_base,
+        connect_timeout=_optional_number(data, "connect_timeout", path, positive=True),
+        idle_timeout=_optional_number(data, "idle_timeout", path, positive=True),
+        max_retries=_optional_count(data, "max_retries", path),
+        retry_base_delay=_optional_number(data, "retry_base_delay", path, positive=False),
+    )
 
 
 def _optional_string(data: Mapping[str, object], key: str, path: Path) -> str | None:
@@ -127,4 +191,39 @@ def _optional_string(data: Mapping[str, object], key: str, path: Path) -> str | 
     return value.strip()
 
 
-_EXAMPLES = {"model": "anthropic/claude-sonnet-4-5", "api_base": "http://localhost:11434"}
+def _optional_number(
+    data: Mapping[str, object], key: str, path: Path, *, positive: bool
+) -> float | None:
+    if key not in data:
+        return None
+    value = data[key]
+    number = None if isinstance(value, bool) or not isinstance(value, int | float) else value
+    if number is None or not math.isfinite(number) or number < 0 or (positive and number == 0):
+        bound = "more than 0" if positive else "0 or more"
+        raise ConfigError(
+            f'Config file {path}: "{key}" must be a number of seconds, {bound}, '
+            f"like {key} = {_EXAMPLES[key]}"
+        )
+    return float(number)
+
+
+def _optional_count(data: Mapping[str, object], key: str, path: Path) -> int | None:
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(
+            f'Config file {path}: "{key}" must be a whole number, 0 or more, '
+            f"like {key} = {_EXAMPLES[key]}"
+        )
+    return value
+
+
+_EXAMPLES = {
+    "model": "anthropic/claude-sonnet-4-5",
+    "api_base": "http://localhost:11434",
+    "connect_timeout": "10",
+    "idle_timeout": "60",
+    "max_retries": "3",
+    "retry_base_delay": "1.0",
+}

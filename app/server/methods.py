@@ -30,10 +30,11 @@ from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome
 from agent.models.base import ModelClient
 from agent.models.scripted import SCRIPTED_PREFIX, ScriptError, shipped_script_names
 from agent.models.select import NO_MODEL_HELP
+from agent.models.settings import ApiBaseError, check_api_base
 from agent.permissions import PermissionPolicy, RuleError
 from agent.store import SessionStore, SessionSummary, read_events
 from agent.tools.external import ExternalToolSpec
-from app.model_setup import SetupError, make_model, pick_model
+from app.model_setup import SetupError, make_model, pick_model, provider_settings
 from app.server.bridge import (
     HostedSession,
     RequestTracker,
@@ -479,12 +480,28 @@ class Runtime:
         flags_base = getattr(self.flags, "api_base", None) if self.flags else None
         api_base = flags_base or api_base
         try:
-            if provider and not spec.startswith(SCRIPTED_PREFIX):
+            if spec.startswith(SCRIPTED_PREFIX):
+                return make_model(spec)
+            # The same timeouts and retries as the app and -p: flags over config.
+            settings = provider_settings(self.flags)
+            if provider:
                 from agent.models.litellm_client import LiteLLMModel
 
+                base = provider.get("baseUrl")
                 extra = {"api_key": provider["apiKey"]} if provider.get("apiKey") else None
-                return LiteLLMModel(spec, api_base=provider.get("baseUrl") or api_base, extra=extra)
-            return make_model(spec, api_base)
+                return LiteLLMModel(
+                    spec,
+                    api_base=check_api_base(str(base)) if base else api_base,
+                    connect_timeout=settings.connect_timeout,
+                    idle_timeout=settings.idle_timeout,
+                    retry_policy=settings.retry_policy,
+                    extra=extra,
+                )
+            return make_model(spec, api_base, settings)
+        except SetupError as exc:
+            raise RpcError(INVALID_PARAMS, str(exc)) from exc
+        except ApiBaseError as exc:
+            raise RpcError(INVALID_PARAMS, f"provider.baseUrl {exc}") from exc
         except ScriptError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)) from exc
 
