@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -66,6 +67,7 @@ class ServerOptions:
     template: Path | None = HERMES_TEMPLATE  # None: the model's own chat template
     temperature: float = 0.0
     threads: int = 2
+    ignore_eos: bool = False  # keep generating up to n_predict: a stream that is sure to run on
 
 
 class LlamaServer:
@@ -77,6 +79,7 @@ class LlamaServer:
         self.process: subprocess.Popen[str] | None = None
         self.port: int | None = None
         self.log: list[str] = []
+        self._port_dir: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def origin(self) -> str:
@@ -107,8 +110,14 @@ class LlamaServer:
             "--threads",
             str(opts.threads),
         ]
+        if opts.ignore_eos:
+            command.append("--ignore-eos")
         if opts.template is not None:
             command += ["--template", str(opts.template)]
+        # The child writes its port here: its stdout is shared with llama.cpp's log.
+        self._port_dir = tempfile.TemporaryDirectory(prefix="llama-server-")
+        port_file = Path(self._port_dir.name) / "port"
+        command += ["--port-file", str(port_file)]
         self.process = subprocess.Popen(
             command,
             cwd=Path(__file__).resolve().parent.parent,
@@ -119,32 +128,29 @@ class LlamaServer:
             # Its own process group: a Ctrl+C in the terminal is for pytest, not for it.
             start_new_session=True,
         )
-        ready = threading.Event()
-        threading.Thread(target=self._read_output, args=(ready,), daemon=True).start()
+        threading.Thread(target=self._read_output, daemon=True).start()
         try:
-            self._wait_until_healthy(ready)
+            self._wait_until_healthy(port_file)
         except BaseException:
             self.close()
             raise
         return self
 
-    def _read_output(self, ready: threading.Event) -> None:
-        # Drains the child's output (a full pipe would block it) and finds its port.
+    def _read_output(self) -> None:
+        # Drains the child's output: a full pipe would block it.
         assert self.process is not None and self.process.stdout is not None
         for line in self.process.stdout:
             self.log.append(line.rstrip("\n"))
-            if line.startswith("LISTENING "):
-                self.port = int(line.split()[1])
-                ready.set()
-        ready.set()
 
-    def _wait_until_healthy(self, ready: threading.Event) -> None:
+    def _wait_until_healthy(self, port_file: Path) -> None:
         assert self.process is not None
         deadline = time.monotonic() + self.start_timeout
-        ready.wait(self.start_timeout)
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 break
+            if self.port is None and port_file.is_file():
+                text = port_file.read_text().strip()
+                self.port = int(text) if text.isdigit() else None
             if self.port is not None and self.health() == 200:
                 return
             time.sleep(0.2)
@@ -186,6 +192,9 @@ class LlamaServer:
         self.process.wait(timeout=30)
 
     def close(self) -> None:
+        if self._port_dir is not None:
+            self._port_dir.cleanup()
+            self._port_dir = None
         process = self.process
         if process is None or process.poll() is not None:
             return
@@ -222,6 +231,8 @@ def _serve(argv: list[str]) -> None:
     parser.add_argument("--template", default=None)
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--port-file", required=True)
+    parser.add_argument("--ignore-eos", action="store_true")
     args = parser.parse_args(argv)
 
     import xllamacpp
@@ -239,11 +250,15 @@ def _serve(argv: list[str]) -> None:
         params.chat_template = Path(args.template).read_text()
     params.sampling.temp = args.temperature
     params.sampling.seed = 1
+    params.sampling.ignore_eos = args.ignore_eos
     params.endpoint_metrics = True
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     server = xllamacpp.Server(params)
-    print(f"LISTENING {_port_of(server.listening_address)}", flush=True)
+    # Written whole under another name, then renamed: the reader never sees half of it.
+    partial = Path(args.port_file + ".tmp")
+    partial.write_text(f"{_port_of(server.listening_address)}\n")
+    partial.rename(args.port_file)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     while True:
         time.sleep(3600)
