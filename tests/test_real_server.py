@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -80,7 +81,7 @@ def metrics(server: LlamaServer) -> dict[str, float]:
 
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
-    ws.mkdir()
+    ws.mkdir(exist_ok=True)
     (ws / "app.py").write_text("print('hi')\n")
     (ws / "notes.txt").write_text("notes\n")
     return ws
@@ -163,8 +164,8 @@ async def test_streams_counts_and_runs_a_tool_call(
 class Loopdeck:
     """``loopdeck -p … --output-format json`` in a child process, its events read as they come."""
 
-    def __init__(self, tmp_path: Path, api_base: str, *flags: str) -> None:
-        self.home = tmp_path / "home"
+    def __init__(self, tmp_path: Path, api_base: str, *flags: str, home: str = "home") -> None:
+        self.home = tmp_path / home
         env = {
             **os.environ,
             "LOOPDECK_HOME": str(self.home),
@@ -230,6 +231,11 @@ class Loopdeck:
             return "(still running)"
         return self.process.stderr.read()
 
+    def interrupt(self) -> int:
+        """Ctrl+C: loopdeck aborts the turn and exits."""
+        self.process.send_signal(signal.SIGINT)
+        return self.finish()
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -260,7 +266,7 @@ def test_server_killed_mid_stream(long_server: LlamaServer, tmp_path: Path) -> N
     (tmp_path / "config" / "loopdeck" / "config.toml").write_text(
         "max_retries = 1\nretry_base_delay = 0.1\n"
     )
-    run = Loopdeck(tmp_path, long_server.api_base, "--connect-timeout", "5")
+    run = Loopdeck(tmp_path, long_server.api_base, "--idle-timeout", str(GIVE_UP))
     try:
         run.wait_for("assistant.message_delta")
         long_server.kill()
@@ -273,7 +279,8 @@ def test_server_killed_mid_stream(long_server: LlamaServer, tmp_path: Path) -> N
     # Says what could not be reached.
     assert f"127.0.0.1:{long_server.port}" in error["message"]
     # The retry after the drop is visible, and found nobody there.
-    assert [e["type"] for e in run.events].count("assistant.turn_retry") == 1
+    retries = [e["data"]["reason"] for e in run.events if e["type"] == "assistant.turn_retry"]
+    assert len(retries) == 1, retries
 
 
 def test_server_stopped_mid_stream_times_out(long_server: LlamaServer, tmp_path: Path) -> None:
@@ -283,6 +290,17 @@ def test_server_stopped_mid_stream_times_out(long_server: LlamaServer, tmp_path:
     (tmp_path / "config" / "loopdeck" / "config.toml").write_text(
         f"max_retries = {policy.max_retries}\nretry_base_delay = {policy.base_delay}\n"
     )
+    # The same prompt once, interrupted, so the server's prompt cache holds it: the next run's
+    # first token then comes at once, not after evaluating the prompt, which can take longer
+    # than the short idle timeout under test on a loaded machine.
+    warm_up = Loopdeck(
+        tmp_path, long_server.api_base, "--idle-timeout", str(GIVE_UP), home="warm-up"
+    )
+    try:
+        warm_up.wait_for("assistant.message_delta")
+        assert warm_up.interrupt() == 130
+    finally:
+        warm_up.close()
     run = Loopdeck(
         tmp_path,
         long_server.api_base,
@@ -304,6 +322,9 @@ def test_server_stopped_mid_stream_times_out(long_server: LlamaServer, tmp_path:
     assert code == 1, stderr
     error = check_ending(run, "timeout")
     assert "--idle-timeout" in error["message"]
+    # The first attempt stalled mid-reply; its retry found no answer at all.
+    retries = [e["data"]["reason"] for e in run.events if e["type"] == "assistant.turn_retry"]
+    assert len(retries) == policy.max_retries and "stalled" in retries[0], retries
     # The documented bound for a server that stops answering, plus room for the process
     # to write its log and exit on a loaded machine.
     bound = worst_case_seconds(connect, idle, policy)
