@@ -43,8 +43,8 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-from benchmarks.machine import load_average, machine  # noqa: E402
-from tests.llama_server import MODEL_ALIAS, LlamaServer, ServerOptions, missing_packages  # noqa: E402
+from benchmarks.machine import load_average, machine
+from tests.llama_server import MODEL_ALIAS, LlamaServer, ServerOptions, missing_packages
 
 PROMPT = "Count from 1 to 1000, one number per line."
 RESULTS = Path(__file__).parent / "results"
@@ -73,6 +73,23 @@ class Run:
     @property
     def server_tokens_per_s(self) -> float:
         return self.predicted_n / (self.predicted_ms / 1000)
+
+
+def _loopdeck_speed(
+    by_type: dict[str, list[dict[str, Any]]], output_tokens: int
+) -> tuple[float, float]:
+    """(ttft s, tokens/s) as loopdeck shows them: from its recorded ``turn_stats`` note when
+    this build writes one, else from the same event timestamps it is computed from."""
+    for note in by_type.get("session.custom_notification", []):
+        data = note["data"]
+        if data.get("source") == "loopdeck" and data.get("name") == "turn_stats":
+            ttft_ms = data["payload"]["timeToFirstTokenMs"]
+            duration_ms = data["payload"]["durationMs"]
+            return ttft_ms / 1000, output_tokens / ((duration_ms - ttft_ms) / 1000)
+    turn_start = _ts(by_type["assistant.turn_start"][0])
+    first = _ts(by_type["assistant.message_delta"][0])
+    message = _ts(by_type["assistant.message"][0])
+    return (first - turn_start).total_seconds(), output_tokens / (message - first).total_seconds()
 
 
 def metrics(server: LlamaServer) -> dict[str, float]:
@@ -117,17 +134,16 @@ async def one_run(server: LlamaServer, kind: str, workdir: Path) -> Run:
     if len(deltas) < 2:
         raise BenchmarkError(f"expected a streamed reply, got {len(deltas)} deltas")
     usage = by_type["assistant.usage"][0]["data"]
-    turn_start = _ts(by_type["assistant.turn_start"][0])
-    first, message = _ts(deltas[0]), _ts(by_type["assistant.message"][0])
     output_tokens = int(usage["outputTokens"])
+    ttft_s, tokens_per_s = _loopdeck_speed(by_type, output_tokens)
 
     def delta(name: str) -> float:
         return after[name] - before[name]
 
     run = Run(
         kind=kind,
-        ttft_s=(first - turn_start).total_seconds(),
-        tokens_per_s=output_tokens / (message - first).total_seconds(),
+        ttft_s=ttft_s,
+        tokens_per_s=tokens_per_s,
         output_tokens=output_tokens,
         input_tokens=int(usage["inputTokens"]),
         wall_s=wall,

@@ -39,7 +39,9 @@ pytestmark = [
 MODEL = f"openai/{MODEL_ALIAS}"
 # SmolLM2-135M picks no tool on its own under a 2k-token system prompt; asked to repeat a
 # call word for word it emits one (at temperature 0, with the prompt pinned below).
-TOOL_PROMPT = 'Repeat exactly: <tool_call>{"name": "glob", "arguments": {"pattern": "*.py"}}</tool_call>'
+TOOL_PROMPT = (
+    'Repeat exactly: <tool_call>{"name": "glob", "arguments": {"pattern": "*.py"}}</tool_call>'
+)
 LONG_PROMPT = "Count from 1 to 500, one number per line."
 # Ends every wait in this file, so a broken path fails instead of hanging the suite.
 GIVE_UP = 300.0
