@@ -44,7 +44,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 from benchmarks.machine import load_average, machine
-from tests.llama_server import MODEL_ALIAS, LlamaServer, ServerOptions, missing_packages
+from tests.llama_server import (
+    HERMES_TEMPLATE,
+    MODEL_ALIAS,
+    LlamaServer,
+    ServerOptions,
+    missing_packages,
+)
 
 PROMPT = "Count from 1 to 1000, one number per line."
 RESULTS = Path(__file__).parent / "results"
@@ -163,15 +169,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each kind (default 5)")
     parser.add_argument("--tokens", type=int, default=64, help="tokens per reply (default 64)")
+    parser.add_argument(
+        "--template",
+        choices=("tools", "model"),
+        default="tools",
+        help="the server's chat template: the tool-call one (the prompt lists the tools, "
+        "as with a tool-capable model) or the model's own (no tools; a shorter prompt)",
+    )
     args = parser.parse_args(argv)
     why_not = missing_packages()
     if why_not:
         sys.stderr.write(f"benchmarks.real_server: {why_not}\n")
         return 2
 
-    # No template: the model's own (it leaves the tools out of the prompt, and a reply
-    # that runs past its natural end cannot turn into a tool call).
-    options = ServerOptions(n_predict=args.tokens, ignore_eos=True, template=None)
+    # litellm's import (seconds) happens once per process, inside the first call: done
+    # here, so the first run's time to first token measures the server, not the import.
+    from agent.models.litellm_import import import_litellm
+
+    import_litellm()
+    template = HERMES_TEMPLATE if args.template == "tools" else None
+    options = ServerOptions(n_predict=args.tokens, ignore_eos=True, template=template)
     runs: list[Run] = []
     info = machine()  # the load average at the start, among others
     with tempfile.TemporaryDirectory(prefix="loopdeck-bench-") as tmp:
@@ -194,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "machine": info | {"loadavg_end": load_average()},
-                "params": {"repeat": args.repeat, "tokens": args.tokens, "prompt": PROMPT},
+                "params": {
+                    "repeat": args.repeat,
+                    "tokens": args.tokens,
+                    "template": args.template,
+                    "prompt": PROMPT,
+                },
                 "runs": [asdict(r) | {"server_tokens_per_s": r.server_tokens_per_s} for r in runs],
             },
             indent=2,
