@@ -143,7 +143,7 @@ _ALIASES: dict[str, str] = {
     "context_window": "context_limit",
     "server_error": "server",
     "overloaded": "server",
-    "network": "timeout",
+    "network": "connection",
 }
 _DEFAULT_HINT = "send again to retry; if it keeps failing, switch model with --model"
 
@@ -275,7 +275,7 @@ class TurnBlock:
     cost: float | None = None
     retries: int = 0  # model calls retried within this turn
     retry_reason: str | None = None  # why the last retry happened
-    cut: bool = False  # the provider cut the reply at its output token limit
+    cut_at_limit: bool = False  # the provider cut the reply at its output token limit
     tools: list[ToolCallBlock] = field(default_factory=list)
     _text: _TextStream = field(default_factory=_TextStream, repr=False)
     _reasoning: _TextStream = field(default_factory=_TextStream, repr=False)
@@ -971,7 +971,7 @@ class Transcript:
             changes.extend(self._retry(self._open_turn, d.message))
         turn = self._open_turn or self._last_turn
         if d.warning_type == WARNING_OUTPUT_TRUNCATED and turn is not None:
-            turn.cut = True
+            turn.cut_at_limit = True
             changes.append(Change("updated", turn))
         return changes
 

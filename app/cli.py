@@ -7,6 +7,7 @@ litellm, which is imported only when a real model is called.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -253,5 +254,23 @@ def _workspace(cwd: Path | None) -> Path | None:
     return path.resolve() if path.is_dir() else None
 
 
+def entry() -> None:
+    """The ``loopdeck`` command: :func:`main`, then, after a ``-p`` run, exit at once.
+
+    A ``-p`` run has closed its session (log flushed and synced) when it returns;
+    all that is left is the interpreter tearing down litellm's large module graph,
+    which takes seconds on a small machine and would hold the exit of a run that
+    has already ended (after a timeout, an abort). Only that teardown is skipped.
+    """
+    code = main()
+    headless = sys.modules.get("app.headless")
+    if headless is None or not getattr(headless, "session_closed", False):
+        raise SystemExit(code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

@@ -27,7 +27,7 @@ from agent.transcript import (
     UserBlock,
     fold,
 )
-from widgets.format import CUT_MARK, cost, duration, summarize_arguments, tokens
+from widgets.format import LIMIT_CUT_MARK, cost, duration, summarize_arguments, tokens
 
 MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed block
 _BACKTICKS = re.compile(r"`{3,}")
@@ -100,8 +100,8 @@ def _turn_title(block: TurnBlock) -> str:
         parts.append(f"{tokens(block.output_tokens)} tokens out")
     if block.status in ("aborted", "error"):
         parts.append(block.status)
-    if block.cut:
-        parts.append(CUT_MARK)
+    if block.cut_at_limit:
+        parts.append(LIMIT_CUT_MARK)
     return " · ".join(p for p in parts if p)
 
 

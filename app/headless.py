@@ -23,6 +23,10 @@ from agent.transcript import Transcript
 from app.cli import EXIT_ABORTED, EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from app.model_setup import SetupError, open_session, pick_model
 
+# Set once a run's session is closed: nothing of it is left to write, so the
+# command may leave without the interpreter's slow teardown (app.cli.entry).
+session_closed = False
+
 
 class HeadlessPrinter:
     """Subscribes to a session; renders from the transcript (text) or raw events (json)."""
@@ -88,6 +92,7 @@ def run_headless(args: argparse.Namespace, cwd: Path) -> int:
 
 
 async def _run(args: argparse.Namespace, cwd: Path) -> int:
+    global session_closed
     loop = asyncio.get_running_loop()
     session: Session | None = None
     interrupts = 0
@@ -119,6 +124,7 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         loop.remove_signal_handler(signal.SIGINT)
         if session is not None:
             await session.close()
+            session_closed = True
     if not printer.json:
         text = printer.final_text(outcome)
         if text:

@@ -493,7 +493,21 @@ def test_autopilot_stopped_at_the_cap_is_a_notice_and_the_last_reply_is_the_answ
         ("rate_limit", 429, "wait and retry, or switch model with --model"),
         ("context_limit", None, "start a new session or shorten the request"),
         ("server", 503, "the provider had a problem; send again to retry"),
-        ("timeout", None, "the provider had a problem; send again to retry"),
+        (
+            "timeout",
+            None,
+            "the server went quiet; send again, or allow a slow one more with --idle-timeout",
+        ),
+        (
+            "connection",
+            None,
+            "check that the model server is running and its URL is right, then send again",
+        ),
+        (
+            "empty_response",
+            None,
+            "the model sent back nothing; send again, or switch model with --model",
+        ),
         ("provider_weirdness", 429, "wait and retry, or switch model with --model"),
         ("provider_weirdness", 401, "check your API key (or the provider login) and send again"),
     ],

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 # A turn whose reply the provider cut at its output token limit (finish_reason length).
-CUT_MARK = "✂ cut at the model's output limit"
+LIMIT_CUT_MARK = "✂ cut at the model's output limit"
 
 # Which argument best says what a tool call does, per tool.
 _KEY_ARGUMENT = {

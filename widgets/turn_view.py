@@ -18,7 +18,7 @@ from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
 from agent.transcript import ToolCallBlock, TurnBlock
-from widgets.format import CUT_MARK, cost, duration, tokens
+from widgets.format import LIMIT_CUT_MARK, cost, duration, tokens
 from widgets.lazy_rich import rich_markdown
 from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
@@ -59,8 +59,8 @@ def header_text(block: TurnBlock, *, show_model: bool) -> Text:
         parts.append(cost(block.cost))
     if block.retries:
         parts.append(f"{block.retries} retr{'y' if block.retries == 1 else 'ies'}")
-    if block.cut:
-        parts.append(CUT_MARK)
+    if block.cut_at_limit:
+        parts.append(LIMIT_CUT_MARK)
     if block.status == "running":
         parts.append("thinking…" if not block.text and not block.tools else "working…")
     elif block.status in ("aborted", "error"):
@@ -114,7 +114,7 @@ class TurnView(Vertical):
         signature = (
             block.status,
             block.retries,
-            block.cut,
+            block.cut_at_limit,
             block.input_tokens,
             block.output_tokens,
             block.cost,

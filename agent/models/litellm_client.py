@@ -31,6 +31,7 @@ from agent.models.base import (
 from agent.models.litellm_import import import_litellm
 from agent.models.provider_errors import (
     CallContext,
+    ended_early,
     known_secrets,
     provider_error_from,
     timeout_error,
@@ -82,6 +83,18 @@ class LiteLLMModel:
     def retry_policy(self) -> RetryPolicy:
         return self._retry_policy
 
+    @property
+    def api_base(self) -> str | None:
+        return self._api_base
+
+    @property
+    def connect_timeout(self) -> float:
+        return self._connect_timeout
+
+    @property
+    def idle_timeout(self) -> float:
+        return self._idle_timeout
+
     async def stream(
         self,
         messages: list[dict[str, Any]],
@@ -117,6 +130,9 @@ class LiteLLMModel:
                 except TimeoutError:
                     raise timeout_error(self._context(phase)) from None
                 except Exception as exc:
+                    if ended_early(exc) and builder.empty:
+                        # Closed cleanly with nothing in it: an empty reply, not a drop.
+                        raise _empty_reply(self._model, None) from exc
                     raise self._provider_error(exc, litellm, phase) from exc
                 phase = "stream"
                 for item in builder.add(chunk):
@@ -126,7 +142,7 @@ class LiteLLMModel:
 
         usage = builder.usage(functools.partial(model_cost, litellm, self._model))
         reply = builder.reply(call_index=call_index, usage=usage)
-        if not (reply.text or reply.tool_calls or reply.reasoning):
+        if builder.empty:
             raise _empty_reply(self._model, reply.finish_reason)
         yield reply
 
@@ -185,9 +201,7 @@ def _empty_reply(model: str, finish_reason: str | None) -> ProviderError:
     if finish_reason == "length":
         why = "it hit its output limit before writing anything"
     else:
-        why = "no text and no tool calls" + (
-            f", finish_reason={finish_reason}" if finish_reason else ""
-        )
+        why = "no text and no tool calls"
     return ProviderError("empty_response", f"The model returned an empty reply ({model}): {why}.")
 
 
@@ -211,6 +225,15 @@ class _ReplyBuilder:
     by_index: dict[int, _PendingCall] = field(default_factory=dict)
     finish_reason: str | None = None
     raw_usage: Any = None
+
+    @property
+    def empty(self) -> bool:
+        """Nothing the user or the loop could use: no text, reasoning or tool call."""
+        return not (
+            any(self.text)
+            or any(self.reasoning)
+            or any(c.id or c.name or c.arguments for c in self.calls)
+        )
 
     def add(self, chunk: Any) -> list[StreamItem]:
         items: list[StreamItem] = []

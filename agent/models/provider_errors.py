@@ -53,10 +53,16 @@ def provider_error_from(
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     summary = _summary(error_type, exc, litellm, ctx, status, detail)
-    if error_type in ("connection", "timeout") or _missing_key(detail):
+    if (
+        error_type in ("connection", "timeout")
+        or _missing_key(detail)
+        or _NO_PROVIDER.search(detail)
+    ):
         # No HTTP answer came back: litellm's 500 / 408 would be made up.
         status = None
-    message = summary + (f" Details: {detail}" if detail and error_type != "timeout" else "")
+    # The summary already says all a timeout, a missing key or prefix has to say.
+    quiet = error_type == "timeout" or _missing_key(detail) or bool(_NO_PROVIDER.search(detail))
+    message = summary + (f" Details: {detail}" if detail and not quiet else "")
     return ProviderError(
         error_type,
         redact(message, secrets),
@@ -93,6 +99,10 @@ _NOT_FOUND = re.compile(
     r"|unknown model|no such model|not a valid model",
     re.IGNORECASE,
 )
+# litellm could not tell which API the model string speaks (no provider/ prefix).
+_NO_PROVIDER = re.compile(r"LLM Provider NOT provided", re.IGNORECASE)
+# The body ended cleanly but the reply never said it was finished.
+_ENDED_EARLY = re.compile(r"stream ended before a finish_reason", re.IGNORECASE)
 _CONNECTION = re.compile(
     r"connection error|cannot connect to host|connection refused|connect call failed"
     r"|name or service not known|nodename nor servname|temporary failure in name resolution"
@@ -109,11 +119,18 @@ def _missing_key(detail: str) -> bool:
     return bool(_MISSING_KEY.search(detail))
 
 
+def ended_early(exc: BaseException) -> bool:
+    """The stream closed cleanly before the reply said it was finished."""
+    return bool(_ENDED_EARLY.search(str(exc)))
+
+
 def _classify(exc: BaseException, litellm: ModuleType, detail: str) -> str:
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     if _missing_key(detail):
         return "auth"
+    if _NO_PROVIDER.search(detail):
+        return "bad_request"
     if isinstance(exc, litellm.ContextWindowExceededError) or _CONTEXT.search(detail):
         return "context_limit"
     if isinstance(exc, litellm.RateLimitError) or status == 429:
@@ -128,7 +145,7 @@ def _classify(exc: BaseException, litellm: ModuleType, detail: str) -> str:
     if isinstance(exc, litellm.NotFoundError) or status == 404 or _NOT_FOUND.search(detail):
         return "bad_request"
     # Before the 5xx classes: litellm reports a refused connection as a 500.
-    if _CONNECTION.search(detail):
+    if _CONNECTION.search(detail) or _ENDED_EARLY.search(detail):
         return "connection"
     server_classes = (
         litellm.InternalServerError,
@@ -168,6 +185,11 @@ def _summary(
             return f"Rate limited by {_lower(where)} ({model})."
         case "timeout":
             return _timeout_summary(ctx)
+        case "connection" if _ENDED_EARLY.search(detail):
+            return (
+                f"The reply from {_lower(where)} ended before it was complete "
+                f"(no finish_reason) ({model})."
+            )
         case "connection" if ctx.phase == "stream":
             return (
                 f"The connection to {_lower(where)} dropped in the middle of the reply ({model})."
@@ -179,6 +201,11 @@ def _summary(
                 else "Check the network connection."
             )
             return f"Could not reach {_lower(where)} ({model}). {check}"
+        case "bad_request" if _NO_PROVIDER.search(detail):
+            return (
+                f"loopdeck cannot tell which API {model} speaks: write it with its provider, "
+                f"e.g. openai/{model} for an OpenAI-compatible server, ollama/{model} for Ollama."
+            )
         case "bad_request" if (
             isinstance(exc, litellm.NotFoundError) or status == 404 or _NOT_FOUND.search(detail)
         ):
@@ -257,6 +284,8 @@ def clean_detail(text: str) -> str:
     # litellm stacks "litellm.XError: XError: OpenAIException - …" prefixes and
     # may append a traceback; the summary already says what kind of error it is.
     text = text.split("Traceback (most recent call last)", 1)[0]
+    # litellm's mid-stream errors repeat themselves after "Original exception:".
+    text = text.split(" Original exception:", 1)[0]
     detail = _LITELLM_PREFIX.sub("", text).strip()
     detail = re.sub(r"^\w+Exception - ", "", detail)
     detail = _SSL_NOISE.sub("", detail).strip()
