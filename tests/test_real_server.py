@@ -287,7 +287,7 @@ def test_server_killed_mid_stream(long_server: LlamaServer, tmp_path: Path) -> N
 
 
 def test_server_stopped_mid_stream_times_out(long_server: LlamaServer, tmp_path: Path) -> None:
-    connect, idle = 2.0, 3.0
+    connect, idle = 2.0, 5.0
     policy = RetryPolicy(max_retries=1, base_delay=0.1)
     (tmp_path / "config" / "loopdeck").mkdir(parents=True)
     (tmp_path / "config" / "loopdeck" / "config.toml").write_text(
