@@ -1,0 +1,469 @@
+"""What a shell command line would run: every simple command, and where it writes.
+
+Permission rules name commands (``shell(rm)``, ``shell(git:*)``), so a rule is only as
+good as the list of commands it is matched against. This module parses the line with a
+real bash grammar and reports every simple command in every compound form: lists and
+pipelines, subshells and ``{ …; }`` groups, ``if``/``for``/``while``/``until``/``case``/
+``select``, function bodies, command and process substitution (also inside strings,
+``${x:-…}``, arrays, here-documents and ``[[ … ]]``), and ``!``. Wrappers that run
+another command are looked through (``sudo``, ``env``, ``command``, ``builtin``,
+``exec``, ``nice``, ``nohup``, ``timeout``, ``time``, ``xargs``, ``stdbuf``,
+``setsid``, ``coproc``, ``doas``, ``find -exec``/``-execdir``/``-ok``/``-delete``),
+and ``bash|sh|zsh|dash|ksh -c STRING`` and ``eval`` of literal words are parsed again.
+
+A word whose value is known only when the line runs (``$a``, ``$(…)``, a glob, a brace
+expansion, ``$'…'``) is ``None``. A command whose *name* is such a word, ``eval`` of
+such words, a shell reading commands from its input, or a line that does not parse,
+is reported with the name ``None`` and a reason: the caller must not let it pass on a
+rule about names.
+
+The parser is tree-sitter's bash grammar (the ``tree-sitter`` and ``tree-sitter-bash``
+packages): it is maintained by the tree-sitter project, released as wheels for every
+platform, parses the whole bash language we need (``case``, ``[[ ]]``, arithmetic,
+arrays, here-documents, process substitution) and never raises: a line it cannot read
+comes back with error nodes, which we treat as unknown. ``bashlex`` was the other
+candidate; its last release is from 2023 and it raises ``NotImplementedError`` on
+``case``, ``$((…))``, ``[[ ]]``, arrays and ``coproc``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+# How deep ``bash -c 'bash -c …'`` and ``eval`` may nest before we stop reading.
+MAX_DEPTH = 8
+
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh"})
+# Wrappers that run their command with more privilege: a rule must allow the wrapper.
+ELEVATING = frozenset({"sudo", "doas"})
+# Directory changes: a relative path after one of these is relative to somewhere else.
+DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
+
+# Options that take a separate argument, per wrapper (the rest are flags).
+_OPTIONS_WITH_ARGUMENT: dict[str, frozenset[str]] = {
+    "sudo": frozenset(
+        {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R", "--user", "--group"}
+    ),
+    "doas": frozenset({"-u", "-C"}),
+    "env": frozenset({"-u", "-C", "--unset", "--chdir"}),
+    "exec": frozenset({"-a"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "time": frozenset({"-f", "-o", "--format", "--output"}),
+    "xargs": frozenset(
+        {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
+         "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
+         "--process-slot-var"}
+    ),
+    "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
+    "setsid": frozenset(),
+    "nohup": frozenset(),
+    "builtin": frozenset(),
+    "command": frozenset(),
+    "coproc": frozenset(),
+}
+WRAPPERS = frozenset(_OPTIONS_WITH_ARGUMENT)
+# find's primaries that take one argument: an unknown word there cannot become an action.
+_FIND_ARGUMENT_PRIMARIES = frozenset(
+    {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+     "-lname", "-ilname", "-type", "-xtype", "-size", "-user", "-group", "-uid", "-gid",
+     "-perm", "-newer", "-anewer", "-cnewer", "-samefile", "-inum", "-links", "-mtime",
+     "-atime", "-ctime", "-mmin", "-amin", "-cmin", "-used", "-maxdepth", "-mindepth",
+     "-printf", "-fstype", "-context", "-newerXY"}
+)
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# Output redirections; ``>&`` and ``<>`` only when their target is a file.
+_OUTPUT_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
+_BRACE_EXPANSION = re.compile(r"\{[^{}\s]*(,|\.\.)[^{}\s]*\}")
+_GLOB_CHARS = frozenset("*?[")
+_NOT_WORDS = frozenset({"file_redirect", "herestring_redirect", "comment"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word as written: ``value`` None when known only at run time; ``splits`` when
+    it may become zero or several words (an unquoted expansion, a glob, a brace)."""
+
+    value: str | None
+    source: str
+    splits: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One command the line would run, wrappers looked through.
+
+    ``words``: the name first (as written, after quote removal), then its arguments;
+    None where a word is known only when it runs. ``open_ended``: more words may follow
+    (``xargs``, an unquoted ``$x``). ``wrappers``: the wrapping commands looked
+    through, outermost first, each as it was written (``sudo rm x``). ``reason``: why
+    the name is None.
+    """
+
+    words: tuple[str | None, ...]
+    text: str
+    open_ended: bool = False
+    wrappers: tuple[SimpleCommand, ...] = ()
+    reason: str | None = None
+
+    @property
+    def name(self) -> str | None:
+        return self.words[0] if self.words else None
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """An output redirection: ``target`` None when known only at run time."""
+
+    target: str | None
+    text: str
+
+
+@dataclass(slots=True)
+class ParsedLine:
+    commands: list[SimpleCommand] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    # A cd/pushd/popd (or a command we cannot name) may run before a redirect:
+    # relative targets are then relative to a directory we do not know.
+    changes_directory: bool = False
+
+
+def base_name(name: str) -> str:
+    """``/bin/rm`` and ``./rm`` name ``rm``."""
+    return name.rstrip("/").rsplit("/", 1)[-1] or name
+
+
+def parse_line(line: str) -> ParsedLine:
+    """Every simple command ``line`` would run and every file it redirects output to."""
+    out = ParsedLine()
+    _Reader(out).line(line, depth=0)
+    return out
+
+
+@functools.cache
+def _parser() -> Parser:
+    # Imported here: the parser is needed at the first shell command, not at start-up.
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def _unknown(text: str, reason: str, wrappers: tuple[SimpleCommand, ...] = ()) -> SimpleCommand:
+    return SimpleCommand((None,), text, open_ended=True, wrappers=wrappers, reason=reason)
+
+
+class _Reader:
+    def __init__(self, out: ParsedLine) -> None:
+        self.out = out
+
+    # --- lines and nodes -------------------------------------------------------
+
+    def line(self, line: str, depth: int, wrappers: tuple[SimpleCommand, ...] = ()) -> None:
+        if depth > MAX_DEPTH:
+            self.out.commands.append(_unknown(line, "it nests shells too deep to read", wrappers))
+            return
+        tree = _parser().parse(line.encode("utf-8", "surrogateescape"))
+        if tree.root_node.has_error:
+            self.out.commands.append(
+                _unknown(line.strip(), "the line could not be parsed", wrappers)
+            )
+        self.node(tree.root_node, depth, wrappers)
+
+    def node(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        match node.type:
+            case "command":
+                self.command(node, depth, wrappers)
+            case "declaration_command" | "unset_command":
+                self.declaration(node, depth, wrappers)
+            case "file_redirect":
+                self.redirect(node)
+                self.children(node, depth, wrappers)
+            case _:
+                self.children(node, depth, wrappers)
+
+    def children(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        for child in node.children:
+            self.node(child, depth, wrappers)
+
+    def redirect(self, node: Node) -> None:
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        destination = node.child_by_field_name("destination")
+        if destination is None or operator not in _OUTPUT_OPERATORS:
+            return
+        word = _word(destination)
+        if operator == ">&" and (destination.type == "number" or word.value == "-"):
+            return  # ``2>&1``, ``>&-``: a descriptor, not a file
+        target = None if word.splits else word.value
+        self.out.redirects.append(Redirect(target, _text(node)))
+
+    def declaration(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        # ``export A=1``, ``local x``: the keyword is the name; values are walked below.
+        keyword = node.children[0]
+        words = [Word(_text(keyword), _text(keyword))]
+        words += [_word(child) for child in node.children[1:] if child.is_named]
+        self.out.commands.append(_command(words, _text(node), wrappers))
+        self.children(node, depth, wrappers)
+
+    def command(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        words: list[Word] = []
+        for child in node.children:
+            if child.type == "command_name" and child.named_children:
+                words.append(_word(child.named_children[0]))
+            elif words and child.is_named and child.type not in _NOT_WORDS:
+                words.append(_word(child))
+        if words:
+            self.words(words, _text(node), depth, wrappers)
+        # Substitutions anywhere in the command run too, whatever it is.
+        self.children(node, depth, wrappers)
+
+    # --- what a simple command runs --------------------------------------------
+
+    def words(
+        self, words: list[Word], text: str, depth: int, wrappers: tuple[SimpleCommand, ...]
+    ) -> None:
+        """Record the command ``words`` and what it runs in turn."""
+        this = _command(words, text, wrappers)
+        name = this.name
+        if name is None:
+            self.out.changes_directory = True  # it may well be ``cd``
+            self.out.commands.append(
+                _unknown(text, "its command name is known only when it runs", wrappers)
+            )
+            return
+        bare = base_name(name)
+        if bare in DIRECTORY_CHANGES:
+            self.out.changes_directory = True
+        inner_wrappers = (*wrappers, this)
+        rest = words[1:]
+        if bare in WRAPPERS:
+            inner = _after_wrapper(bare, rest)
+            if inner is None:
+                self.out.commands.append(
+                    _unknown(text, f"what {bare} runs is known only when it runs", inner_wrappers)
+                )
+            elif inner:
+                inner_text = " ".join(w.source for w in inner)
+                if bare == "xargs":  # xargs adds words read from its input
+                    inner = [*inner, Word(None, "…", splits=True)]
+                self.words(inner, inner_text, depth, inner_wrappers)
+            else:
+                self.out.commands.append(this)  # ``exec >log``, ``time``: nothing else runs
+            return
+        if bare in SHELLS:
+            self.shell(this, rest, text, depth, inner_wrappers)
+            return
+        if bare == "eval":
+            self.out.commands.append(this)
+            if any(w.value is None for w in rest):
+                self.out.commands.append(
+                    _unknown(text, "eval runs words known only when it runs", inner_wrappers)
+                )
+            elif rest:
+                self.line(" ".join(w.value or "" for w in rest), depth + 1, inner_wrappers)
+            return
+        self.out.commands.append(this)
+        if bare == "find":
+            self.find(rest, text, depth, inner_wrappers)
+
+    def shell(
+        self,
+        this: SimpleCommand,
+        rest: list[Word],
+        text: str,
+        depth: int,
+        wrappers: tuple[SimpleCommand, ...],
+    ) -> None:
+        """``bash -c STRING`` is read as a line; ``bash`` on its input is unknown."""
+        has_c = reads_input = option_argument = False
+        operands: list[Word] = []
+        for index, word in enumerate(rest):
+            value = word.value
+            if value is None:
+                self.out.commands.append(
+                    _unknown(text, "the shell's arguments are known only when it runs", wrappers)
+                )
+                return
+            if option_argument:
+                option_argument = False
+            elif value in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                option_argument = True
+            elif value == "--":
+                operands = rest[index + 1 :]
+                break
+            elif value.startswith("--"):
+                continue
+            elif value.startswith(("-", "+")) and len(value) > 1:
+                has_c = has_c or (value[0] == "-" and "c" in value[1:])
+                reads_input = reads_input or "s" in value[1:]
+            else:
+                operands = rest[index:]
+                break
+        if has_c:
+            if not operands:
+                self.out.commands.append(this)  # bash refuses: -c needs a string
+            else:
+                self.line(operands[0].value or "", depth + 1, wrappers)
+        elif reads_input or not operands:
+            self.out.commands.append(
+                _unknown(text, "the shell reads the commands to run from its input", wrappers)
+            )
+        else:
+            self.out.commands.append(this)  # ``bash script.sh``: runs a script, by name
+
+    def find(
+        self, rest: list[Word], text: str, depth: int, wrappers: tuple[SimpleCommand, ...]
+    ) -> None:
+        """``-exec CMD … ;`` runs CMD, ``-delete`` is ``rm``."""
+        index = 0
+        while index < len(rest):
+            word = rest[index]
+            previous = rest[index - 1].value if index else None
+            if word.value is None and (word.splits or previous not in _FIND_ARGUMENT_PRIMARIES):
+                self.out.commands.append(
+                    _unknown(text, "find's actions are known only when it runs", wrappers)
+                )
+                return
+            if word.value == "-delete":
+                self.out.commands.append(
+                    SimpleCommand(("rm",), text, open_ended=True, wrappers=wrappers)
+                )
+            if word.value in _FIND_EXEC:
+                end = next(
+                    (i for i in range(index + 1, len(rest)) if rest[i].value in (";", "+")),
+                    len(rest),
+                )
+                inner = [
+                    Word(None, w.source) if w.value == "{}" else w for w in rest[index + 1 : end]
+                ]
+                if inner:
+                    inner_text = " ".join(w.source for w in inner)
+                    self.words(inner, inner_text, depth, wrappers)
+                index = end
+            index += 1
+
+
+def _command(words: list[Word], text: str, wrappers: tuple[SimpleCommand, ...]) -> SimpleCommand:
+    """The words as a rule sees them: after the first word that may split, none is known."""
+    values: list[str | None] = []
+    open_ended = False
+    for word in words:
+        if open_ended:
+            values.append(None)
+            continue
+        values.append(word.value)
+        open_ended = word.splits
+    return SimpleCommand(tuple(values), text, open_ended=open_ended, wrappers=wrappers)
+
+
+def _after_wrapper(wrapper: str, rest: list[Word]) -> list[Word] | None:
+    """The command a wrapper runs ([] when none; None when it cannot be told)."""
+    takes_argument = _OPTIONS_WITH_ARGUMENT[wrapper]
+    index = 0
+    while index < len(rest):
+        value = rest[index].value
+        if value is None:
+            return None
+        if value == "--":
+            index += 1
+            break
+        if wrapper in ("sudo", "env", "doas") and _ASSIGNMENT.match(value):
+            index += 1
+            continue
+        if wrapper == "command" and value in ("-v", "-V"):
+            return []  # only tells what the name is
+        if wrapper == "env" and (value in ("-S", "--split-string") or value.startswith("-S")):
+            return None  # env splits a string into the command: rare, refuse to guess
+        if not value.startswith("-") or value == "-":
+            break
+        if wrapper == "nice" and value[1:].isdigit():
+            index += 1  # ``nice -5 cmd``
+            continue
+        option = value.split("=", 1)[0]
+        index += 2 if option in takes_argument and "=" not in value else 1
+    if wrapper == "timeout":
+        if index >= len(rest) or rest[index].value is None:
+            return None if index < len(rest) else []
+        index += 1  # the duration
+    return rest[index:]
+
+
+# --- words ---------------------------------------------------------------------------
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "surrogateescape")
+
+
+def _word(node: Node) -> Word:
+    source = _text(node)
+    parts = _pieces(node)
+    if parts is None:
+        unquoted_expansion = node.type in ("simple_expansion", "expansion", "command_substitution")
+        splits = unquoted_expansion or node.type in ("concatenation", "brace_expression")
+        return Word(None, source, splits=splits)
+    value = "".join(text for text, _quoted in parts)
+    unquoted = "".join(text if not quoted else "\0" * len(text) for text, quoted in parts)
+    if any(c in _GLOB_CHARS for c in unquoted) or _BRACE_EXPANSION.search(unquoted):
+        return Word(None, source, splits=True)
+    if unquoted.startswith("~"):
+        return Word(None, source)  # a home directory: known, but not to a rule
+    return Word(value, source)
+
+
+def _pieces(node: Node) -> list[tuple[str, bool]] | None:
+    """The word's text as (text, quoted) pieces, or None if it is known only when it runs."""
+    match node.type:
+        case "word" | "number" | "extglob_pattern":
+            return _unescape(_text(node))
+        case "raw_string":
+            return [(_text(node)[1:-1], True)]
+        case "string":
+            pieces: list[tuple[str, bool]] = []
+            for child in node.children:
+                if child.type == '"':
+                    continue
+                if child.type == "string_content":
+                    pieces.append((_unescape_in_quotes(_text(child)), True))
+                elif not child.is_named and child.type == "$":
+                    pieces.append(("$", True))
+                else:
+                    return None
+            return pieces
+        case "concatenation":
+            out: list[tuple[str, bool]] = []
+            for child in node.children:
+                got = _pieces(child)
+                if got is None:
+                    return None
+                out += got
+            return out
+        case _:
+            return None
+
+
+def _unescape(text: str) -> list[tuple[str, bool]]:
+    """An unquoted word: ``\\x`` is a quoted ``x``; a backslash-newline is nothing."""
+    out: list[tuple[str, bool]] = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text):
+            if text[index + 1] != "\n":
+                out.append((text[index + 1], True))
+            index += 2
+            continue
+        out.append((char, False))
+        index += 1
+    return out
+
+
+def _unescape_in_quotes(text: str) -> str:
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
