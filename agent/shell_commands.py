@@ -303,6 +303,8 @@ class _Reader:
             elif value.startswith(("-", "+")) and len(value) > 1:
                 has_c = has_c or (value[0] == "-" and "c" in value[1:])
                 reads_input = reads_input or "s" in value[1:]
+                # ``-euo pipefail``: ``o`` and ``O`` take the next word.
+                option_argument = "o" in value[1:] or "O" in value[1:]
             else:
                 operands = rest[index:]
                 break
