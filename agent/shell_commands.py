@@ -41,7 +41,7 @@ MAX_DEPTH = 8
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh"})
 # Wrappers that run their command with more privilege: a rule must allow the wrapper.
-ELEVATING = frozenset({"sudo", "doas"})
+ELEVATING = frozenset({"sudo", "doas", "su"})
 # Directory changes: a relative path after one of these is relative to somewhere else.
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
@@ -67,7 +67,13 @@ _OPTIONS_WITH_ARGUMENT: dict[str, frozenset[str]] = {
     "builtin": frozenset(),
     "command": frozenset(),
     "coproc": frozenset(),
+    "busybox": frozenset(),  # ``busybox rm x`` is rm
+    "toybox": frozenset(),
 }
+# Commands that run a string of shell code: its first argument (trap), the value of
+# each ``name=value`` (alias), all their arguments (watch).
+_CODE_TAKERS = frozenset({"trap", "alias", "watch"})
+_WATCH_OPTIONS_WITH_ARGUMENT = frozenset({"-n", "--interval", "-q", "--equexit"})
 WRAPPERS = frozenset(_OPTIONS_WITH_ARGUMENT)
 # find's primaries that take one argument: an unknown word there cannot become an action.
 _FIND_ARGUMENT_PRIMARIES = frozenset(
@@ -166,11 +172,23 @@ class _Reader:
 
     # --- lines and nodes -------------------------------------------------------
 
-    def line(self, line: str, depth: int, wrappers: tuple[SimpleCommand, ...] = ()) -> None:
+    def line(
+        self,
+        line: str,
+        depth: int,
+        wrappers: tuple[SimpleCommand, ...] = (),
+        *,
+        data: bool = False,
+    ) -> None:
+        """``data``: a string that bash may expand again (a variable's value): only the
+        substitutions in it count; what does not parse in it is just text."""
         if depth > MAX_DEPTH:
             self.out.commands.append(_unknown(line, "it nests shells too deep to read", wrappers))
             return
         tree = _parser().parse(line.encode("utf-8", "surrogateescape"))
+        if data:
+            self.substitutions(tree.root_node, depth, wrappers)
+            return
         if tree.root_node.has_error:
             self.out.commands.append(
                 _unknown(line.strip(), "the line could not be parsed", wrappers)
@@ -186,8 +204,27 @@ class _Reader:
             case "file_redirect":
                 self.redirect(node)
                 self.children(node, depth, wrappers)
+            case "variable_assignment":
+                # ``PS4='$(rm x)'``, ``x='a[$(rm x)]'``: bash can run code kept in a
+                # variable (prompts, arithmetic); read it as code too.
+                value = node.child_by_field_name("value")
+                code = _word(value).value if value is not None else None
+                if code is not None and ("$(" in code or "`" in code):
+                    self.line(code, depth + 1, wrappers, data=True)
+                self.children(node, depth, wrappers)
+            case "expansion" if "@P" in _text(node).replace(" ", ""):
+                self.out.commands.append(
+                    _unknown(_text(node), "a prompt expansion may run commands", wrappers)
+                )
             case _:
                 self.children(node, depth, wrappers)
+
+    def substitutions(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        if node.type in ("command_substitution", "process_substitution"):
+            self.node(node, depth, wrappers)
+            return
+        for child in node.children:
+            self.substitutions(child, depth, wrappers)
 
     def children(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
         for child in node.children:
@@ -260,6 +297,13 @@ class _Reader:
         if bare in SHELLS:
             self.shell(this, rest, text, depth, inner_wrappers)
             return
+        if bare == "su":
+            self.su(this, rest, text, depth, inner_wrappers)
+            return
+        if bare in _CODE_TAKERS:
+            self.out.commands.append(this)
+            self.code(bare, rest, text, depth, inner_wrappers)
+            return
         if bare == "eval":
             self.out.commands.append(this)
             if any(w.value is None for w in rest):
@@ -319,6 +363,68 @@ class _Reader:
             )
         else:
             self.out.commands.append(this)  # ``bash script.sh``: runs a script, by name
+
+    def su(
+        self,
+        this: SimpleCommand,
+        rest: list[Word],
+        text: str,
+        depth: int,
+        wrappers: tuple[SimpleCommand, ...],
+    ) -> None:
+        """``su -c STRING`` runs STRING; ``su`` alone a shell on its input."""
+        for index, word in enumerate(rest):
+            if word.value in ("-c", "--command") or (word.value or "").startswith("--command="):
+                code = (word.value or "").partition("=")[2] or None
+                if code is None and index + 1 < len(rest):
+                    code = rest[index + 1].value
+                if code is None:
+                    break
+                self.out.commands.append(this)
+                self.line(code, depth + 1, wrappers)
+                return
+        self.out.commands.append(
+            _unknown(text, "su runs a shell on its input, or words known at run time", wrappers)
+        )
+
+    def code(
+        self,
+        bare: str,
+        rest: list[Word],
+        text: str,
+        depth: int,
+        wrappers: tuple[SimpleCommand, ...],
+    ) -> None:
+        """The shell code ``trap``, ``alias`` and ``watch`` run."""
+        codes: list[str | None] = []
+        if bare == "trap":
+            operands = [w for w in rest if w.value not in ("--", "-p", "-l", "-P")]
+            codes = [operands[0].value] if len(operands) > 1 else []
+        elif bare == "alias":
+            codes = [
+                w.value.partition("=")[2] if w.value is not None else None
+                for w in rest
+                if w.value is None or "=" in w.value
+            ]
+        else:  # watch: its options, then a command line run by ``sh -c``
+            index = 0
+            while index < len(rest) and (rest[index].value or "").startswith("-"):
+                option = (rest[index].value or "").split("=", 1)[0]
+                taking = option in _WATCH_OPTIONS_WITH_ARGUMENT and "=" not in (
+                    rest[index].value or ""
+                )
+                index += 2 if taking else 1
+            words = rest[index:]
+            if words:
+                known = all(w.value is not None for w in words)
+                codes = [" ".join(w.value or "" for w in words) if known else None]
+        for code in codes:
+            if code is None:
+                self.out.commands.append(
+                    _unknown(text, f"{bare} runs code known only when it runs", wrappers)
+                )
+            else:
+                self.line(code, depth + 1, wrappers)
 
     def find(
         self, rest: list[Word], text: str, depth: int, wrappers: tuple[SimpleCommand, ...]

@@ -93,6 +93,14 @@ DENIED: list[tuple[str, str]] = [
     ("'r''m' x", "deny"),
     ("r\\m x", "deny"),
     ("rm -rf x 2>/dev/null", "deny"),
+    ("busybox rm x", "deny"),
+    ("su -c 'rm x'", "deny"),
+    ("watch -n 1 rm x", "deny"),
+    ("trap 'rm x' EXIT", "deny"),
+    ("alias r='rm -f'", "deny"),
+    # Code kept in a variable that bash expands again (xtrace prompts, arithmetic).
+    ("PS4='$(rm x)'; set -x; ls", "deny"),
+    ("i='a[$(rm x)]'; echo $((i))", "deny"),
     # Names known only when the line runs.
     ("$(echo rm) x", "ask"),
     ("`echo rm` x", "ask"),
@@ -114,6 +122,8 @@ DENIED: list[tuple[str, str]] = [
     ("timeout $t rm x", "ask"),
     ("find . $action", "ask"),
     ("find . -exec $cmd {} \\;", "ask"),
+    ("echo ${p@P}", "ask"),  # a prompt expansion runs what the value says
+    ("su", "ask"),
     ("if then fi rm x", "ask"),  # does not parse: unknown, never allowed
 ]
 
@@ -225,6 +235,20 @@ def test_what_a_session_approval_remembers() -> None:
     policy = PermissionPolicy()
     policy.approve_for_session("shell", "a=ls; $a x")
     assert policy.decide("shell", "bash", "$a x")[0] == "ask"
+
+
+def test_the_parser_reports_commands_in_order_with_their_wrappers_and_redirects() -> None:
+    parsed = parse_line("sudo -u x nice rm -rf $d > out.log 2>&1 && echo `id` | tee -a ../log")
+    assert [(c.words, [w.name for w in c.wrappers]) for c in parsed.commands] == [
+        (("rm", "-rf", None), ["sudo", "nice"]),
+        (("echo", None), []),
+        (("id",), []),
+        (("tee", "-a", "../log"), []),
+    ]
+    assert parsed.commands[0].open_ended  # an unquoted $d may be several words
+    assert [r.target for r in parsed.redirects] == ["out.log"]
+    assert not parsed.changes_directory
+    assert parse_line("cd sub && make > log").changes_directory
 
 
 def test_an_escaped_space_is_part_of_the_name() -> None:
