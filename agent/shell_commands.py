@@ -88,6 +88,12 @@ _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _OUTPUT_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _BRACE_EXPANSION = re.compile(r"\{[^{}\s]*(,|\.\.)[^{}\s]*\}")
 _GLOB_CHARS = frozenset("*?[")
+# Reserved words the grammar reads as a command name when a compound follows ``time``,
+# ``coproc``, ``!`` or a wrapper (``time { rm x; }``): what follows them is a command.
+_KEYWORDS_BEFORE_A_COMMAND = frozenset(
+    {"{", "}", "!", "if", "then", "elif", "else", "fi", "while", "until", "do", "done", "esac"}
+)
+_KEYWORDS_MISREAD = frozenset({"case", "for", "select", "in", "function", "[[", "]]", "(("})
 _NOT_WORDS = frozenset({"file_redirect", "herestring_redirect", "comment"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
 
@@ -275,6 +281,13 @@ class _Reader:
                 _unknown(text, "its command name is known only when it runs", wrappers)
             )
             return
+        if words[0].source == name and name in _KEYWORDS_BEFORE_A_COMMAND:
+            if words[1:]:
+                self.words(words[1:], " ".join(w.source for w in words[1:]), depth, wrappers)
+            return
+        if words[0].source == name and name in _KEYWORDS_MISREAD:
+            self.out.commands.append(_unknown(text, "the line could not be parsed", wrappers))
+            return
         bare = base_name(name)
         if bare in DIRECTORY_CHANGES:
             self.out.changes_directory = True
@@ -288,14 +301,19 @@ class _Reader:
                 )
             elif inner:
                 inner_text = " ".join(w.source for w in inner)
-                if bare == "xargs":  # xargs adds words read from its input
-                    inner = [*inner, Word(None, "…", splits=True)]
+                if bare == "xargs":  # xargs puts words read from its input in
+                    inner = _xargs_words(rest[: len(rest) - len(inner)], inner)
                 self.words(inner, inner_text, depth, inner_wrappers)
             else:
                 self.out.commands.append(this)  # ``exec >log``, ``time``: nothing else runs
             return
         if bare in SHELLS:
             self.shell(this, rest, text, depth, inner_wrappers)
+            return
+        if bare in ("source", ".") and (not rest or rest[0].value is None):
+            self.out.commands.append(
+                _unknown(text, f"{bare} runs a file known only when it runs", inner_wrappers)
+            )
             return
         if bare == "su":
             self.su(this, rest, text, depth, inner_wrappers)
@@ -471,6 +489,21 @@ def _command(words: list[Word], text: str, wrappers: tuple[SimpleCommand, ...]) 
     return SimpleCommand(tuple(values), text, open_ended=open_ended, wrappers=wrappers)
 
 
+def _xargs_words(options: list[Word], inner: list[Word]) -> list[Word]:
+    """The command xargs runs: its input's words replace ``-I`` strings, or follow."""
+    marks = {"{}"}
+    for index, word in enumerate(options):
+        value = word.value or ""
+        if value in ("-I", "--replace") and index + 1 < len(options):
+            marks.add(options[index + 1].value or "{}")
+        elif value.startswith(("-I", "-i", "--replace=")) and len(value) > 2:
+            marks.add(value.split("=", 1)[1] if "=" in value else value[2:])
+    words = [
+        Word(None, w.source) if any(m in (w.value or "") for m in marks) else w for w in inner
+    ]
+    return [*words, Word(None, "…", splits=True)]
+
+
 def _after_wrapper(wrapper: str, rest: list[Word]) -> list[Word] | None:
     """The command a wrapper runs ([] when none; None when it cannot be told)."""
     takes_argument = _OPTIONS_WITH_ARGUMENT[wrapper]
@@ -496,6 +529,8 @@ def _after_wrapper(wrapper: str, rest: list[Word]) -> list[Word] | None:
             continue
         option = value.split("=", 1)[0]
         index += 2 if option in takes_argument and "=" not in value else 1
+    if wrapper == "coproc" and len(rest) > index + 1 and rest[index + 1].source == "{":
+        index += 1  # ``coproc NAME { …; }``
     if wrapper == "timeout":
         if index >= len(rest) or rest[index].value is None:
             return None if index < len(rest) else []

@@ -94,6 +94,11 @@ DENIED: list[tuple[str, str]] = [
     ("r\\m x", "deny"),
     ("rm -rf x 2>/dev/null", "deny"),
     ("busybox rm x", "deny"),
+    # Compounds after time/coproc/!, which the grammar reads as words.
+    ("time { rm x; }", "deny"),
+    ("time if true; then rm x; fi", "deny"),
+    ("! { rm x; }", "deny"),
+    ("coproc NAME { rm x; }", "deny"),
     ("su -c 'rm x'", "deny"),
     ("watch -n 1 rm x", "deny"),
     ("trap 'rm x' EXIT", "deny"),
@@ -123,8 +128,12 @@ DENIED: list[tuple[str, str]] = [
     ("find . $action", "ask"),
     ("find . -exec $cmd {} \\;", "ask"),
     ("echo ${p@P}", "ask"),  # a prompt expansion runs what the value says
+    ("echo rm x | xargs -I{} bash -c {}", "ask"),
+    ("source <(echo rm x)", "ask"),
+    (". $script", "ask"),
     ("su", "ask"),
-    ("if then fi rm x", "ask"),  # does not parse: unknown, never allowed
+    ("if then fi rm x", "deny"),
+    ("echo x (", "ask"),  # does not parse: unknown, never allowed
 ]
 
 
