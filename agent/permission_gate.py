@@ -110,15 +110,7 @@ class PermissionGate:
             who = "autopilot" if self.host.mode == "autopilot" else "this non-interactive run"
             message = (
                 f"Permission denied: {what} needs approval{_unallowed(parts)} and {who} cannot "
-                "ask the user. "
-            )
-            if any(p.verdict == "ask" and p.note for p in parts):
-                message += "Spell the command out plainly so the rules can check it, or allow "
-            else:
-                message += "Allow "
-            message += (
-                "it with --allow-tool (e.g. --allow-tool 'shell(git:*)' or "
-                "--allow-tool write) or --allow-all-tools."
+                f"ask the user. {self._remedy(parts)}"
             )
             result = {"kind": "denied-no-approval-rule-and-could-not-request-from-user"}
             return result, ToolResult.failure(message)
@@ -138,6 +130,27 @@ class PermissionGate:
                 if feedback:
                     denied["feedback"] = feedback
                 return denied, ToolResult.failure(message)
+
+    def _remedy(self, parts: list[ShellPart]) -> str:
+        """What would let the call through: what the user or the model can change."""
+        causes = {part.cause for part in parts if part.verdict == "ask"} or {""}
+        fixes: list[str] = []
+        if "unknown" in causes:
+            fixes.append("write the command out plainly so the rules can check it")
+            if not self.policy.deny:
+                fixes.append("allow every command with --allow-tool shell or --allow-all-tools")
+        if "outside" in causes:
+            fixes.append(
+                "write inside the workspace (or add the directory with --add-dir, or run "
+                "with --allow-all-tools)"
+            )
+        if "" in causes:
+            fixes.append(
+                "allow it with --allow-tool (e.g. --allow-tool 'shell(git:*)' or "
+                "--allow-tool write) or --allow-all-tools"
+            )
+        text = "; or ".join(fixes)
+        return text[0].upper() + text[1:] + "."
 
     def _shell_parts(self, prompt: PermissionPrompt) -> list[ShellPart]:
         if prompt.kind != "shell":

@@ -112,6 +112,8 @@ class ShellPart(NamedTuple):
     verdict: Verdict
     rule: Rule | None
     note: str = ""  # why no name rule decides it, or where it writes
+    # "unknown": a name or word known only at run time; "outside": a redirection out.
+    cause: Literal["", "unknown", "outside"] = ""
 
 
 def allow_form(command: SimpleCommand) -> SimpleCommand:
@@ -228,16 +230,16 @@ class PermissionPolicy:
             note = command.reason or "its command name is known only when it runs"
             for rule in self.deny:
                 if self._applies(rule, tool_name) and rule.argument is None:
-                    return ShellPart(text, "deny", rule, note)
+                    return ShellPart(text, "deny", rule, note, "unknown")
             if any(self._applies(rule, tool_name) for rule in self.deny):
-                return ShellPart(text, "ask", None, note)  # it might be what they deny
+                return ShellPart(text, "ask", None, note, "unknown")  # it may be what they deny
             broad = next(
                 (r for r in self.allow if self._applies(r, tool_name) and r.argument is None),
                 None,
             )
             if self.allow_all or broad is not None:
-                return ShellPart(text, "allow", broad, note)
-            return ShellPart(text, "ask", None, note)
+                return ShellPart(text, "allow", broad, note, "unknown")
+            return ShellPart(text, "ask", None, note, "unknown")
         maybe: Rule | None = None
         for rule in self.deny:
             if not self._applies(rule, tool_name):
@@ -250,7 +252,7 @@ class PermissionPolicy:
                     maybe = maybe or rule
         if maybe is not None:
             note = f"words the rule {maybe} names are known only when it runs"
-            return ShellPart(text, "ask", None, note)
+            return ShellPart(text, "ask", None, note, "unknown")
         allowing = allow_form(command)
         if self.allow_all or allowing.name in self.approved_commands:
             return ShellPart(text, "allow", None)
@@ -275,8 +277,9 @@ class PermissionPolicy:
             note = f"it writes {place}, outside the workspace"
         for rule in self.deny:
             if rule.kind == "write":
-                return ShellPart(redirect.text, "deny", rule, note)
-        return ShellPart(redirect.text, "allow" if self.allow_all else "ask", None, note)
+                return ShellPart(redirect.text, "deny", rule, note, "outside")
+        verdict: Verdict = "allow" if self.allow_all else "ask"
+        return ShellPart(redirect.text, verdict, None, note, "outside")
 
     def approve_for_session(
         self, kind: Kind, command: str | None = None, tool_name: str | None = None

@@ -383,6 +383,8 @@ def test_nothing_runs_end_to_end_under_p(tmp_path: Path) -> None:
     assert "`a=touch; $a made` needs approval (`$a made`: its command name is known only" in (
         messages[7]
     )
+    # With a deny rule in force, allowing more would not help: only spelling it out does.
+    assert messages[7].endswith("Write the command out plainly so the rules can check it.")
 
 
 def test_a_narrow_allow_does_not_let_a_redirect_out_end_to_end(tmp_path: Path) -> None:
@@ -397,4 +399,6 @@ def test_a_narrow_allow_does_not_let_a_redirect_out_end_to_end(tmp_path: Path) -
     assert (ws / "inside.txt").exists()
     done = [e["data"] for e in events if e["type"] == "tool.execution_complete"]
     assert [d["success"] for d in done] == [False, True]
-    assert "outside the workspace" in done[0]["error"]["message"]
+    message = done[0]["error"]["message"]
+    assert "`> ../outside/x`: it writes " in message and "outside the workspace" in message
+    assert "--add-dir" in message
