@@ -155,7 +155,10 @@ def base_name(name: str) -> str:
 def parse_line(line: str) -> ParsedLine:
     """Every simple command ``line`` would run and every file it redirects output to."""
     out = ParsedLine()
-    _Reader(out).line(line, depth=0)
+    try:
+        _Reader(out).line(line, depth=0)
+    except RecursionError:  # words nested past Python's stack: never a reason to allow
+        out.commands.append(_unknown(line, "it is nested too deeply to read"))
     return out
 
 
@@ -199,17 +202,25 @@ class _Reader:
             self.out.commands.append(
                 _unknown(line.strip(), "the line could not be parsed", wrappers)
             )
-        self.node(tree.root_node, depth, wrappers)
+        self.walk(tree.root_node, depth, wrappers)
 
-    def node(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+    def walk(self, root: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        """Visit every node, in the order written (a loop: ``a && b && …`` nests deep)."""
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            self.visit(node, depth, wrappers)
+            stack.extend(reversed(node.children))
+
+    def visit(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        """One node by itself; its children are visited after it."""
         match node.type:
             case "command":
                 self.command(node, depth, wrappers)
             case "declaration_command" | "unset_command":
-                self.declaration(node, depth, wrappers)
+                self.declaration(node, wrappers)
             case "file_redirect":
                 self.redirect(node)
-                self.children(node, depth, wrappers)
             case "variable_assignment":
                 # ``PS4='$(rm x)'``, ``x='a[$(rm x)]'``: bash can run code kept in a
                 # variable (prompts, arithmetic); read it as code too.
@@ -217,24 +228,19 @@ class _Reader:
                 code = _word(value).value if value is not None else None
                 if code is not None and ("$(" in code or "`" in code):
                     self.line(code, depth + 1, wrappers, data=True)
-                self.children(node, depth, wrappers)
             case "expansion" if "@P" in _text(node).replace(" ", ""):
                 self.out.commands.append(
                     _unknown(_text(node), "a prompt expansion may run commands", wrappers)
                 )
-            case _:
-                self.children(node, depth, wrappers)
 
-    def substitutions(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
-        if node.type in ("command_substitution", "process_substitution"):
-            self.node(node, depth, wrappers)
-            return
-        for child in node.children:
-            self.substitutions(child, depth, wrappers)
-
-    def children(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
-        for child in node.children:
-            self.node(child, depth, wrappers)
+    def substitutions(self, root: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.type in ("command_substitution", "process_substitution"):
+                self.walk(node, depth, wrappers)
+            else:
+                stack.extend(reversed(node.children))
 
     def redirect(self, node: Node) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
@@ -247,13 +253,12 @@ class _Reader:
         target = None if word.splits else word.value
         self.out.redirects.append(Redirect(target, _text(node)))
 
-    def declaration(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
-        # ``export A=1``, ``local x``: the keyword is the name; values are walked below.
+    def declaration(self, node: Node, wrappers: tuple[SimpleCommand, ...]) -> None:
+        # ``export A=1``, ``local x``: the keyword is the name; values are visited next.
         keyword = node.children[0]
         words = [Word(_text(keyword), _text(keyword))]
         words += [_word(child) for child in node.children[1:] if child.is_named]
         self.out.commands.append(_command(words, _text(node), wrappers))
-        self.children(node, depth, wrappers)
 
     def command(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
         words: list[Word] = []
@@ -264,8 +269,7 @@ class _Reader:
                 words.append(_word(child))
         if words:
             self.words(words, _text(node), depth, wrappers)
-        # Substitutions anywhere in the command run too, whatever it is.
-        self.children(node, depth, wrappers)
+        # Substitutions anywhere in the command run too: its children are visited next.
 
     # --- what a simple command runs --------------------------------------------
 

@@ -260,6 +260,13 @@ def test_the_parser_reports_commands_in_order_with_their_wrappers_and_redirects(
     assert parse_line("cd sub && make > log").changes_directory
 
 
+def test_long_and_deeply_nested_lines_are_read_or_refused_never_crash() -> None:
+    policy = PermissionPolicy.from_flags(["shell(ls)"], ["shell(rm)"])
+    assert policy.decide("shell", "bash", " && ".join(["ls"] * 3000))[0] == "allow"
+    assert policy.decide("shell", "bash", "$(" * 500 + "rm" + ")" * 500)[0] == "deny"
+    assert policy.decide("shell", "bash", "(" * 3000 + "ls" + ")" * 3000)[0] == "ask"
+
+
 def test_an_escaped_space_is_part_of_the_name() -> None:
     # ``rm\ x`` runs a program called "rm x", not rm: no rule about rm applies.
     assert [c.words for c in parse_line("rm\\ x").commands] == [("rm x",)]
