@@ -377,8 +377,12 @@ class _Reader:
         if has_c:
             if not operands:
                 self.out.commands.append(this)  # bash refuses: -c needs a string
+            elif operands[0].value is None:  # ``bash -c -- "$x"``
+                self.out.commands.append(
+                    _unknown(text, "the shell runs a string known only when it runs", wrappers)
+                )
             else:
-                self.line(operands[0].value or "", depth + 1, wrappers)
+                self.line(operands[0].value, depth + 1, wrappers)
         elif reads_input or not operands:
             self.out.commands.append(
                 _unknown(text, "the shell reads the commands to run from its input", wrappers)

@@ -121,6 +121,7 @@ DENIED: list[tuple[str, str]] = [
     ('eval "$x"', "ask"),
     ("eval $x", "ask"),
     ('bash -c "$x"', "ask"),
+    ('bash -c -- "$x"', "ask"),
     ("echo rm x | bash", "ask"),
     ("bash < script", "ask"),
     ("sh -s < script", "ask"),
