@@ -326,13 +326,14 @@ class _Reader:
             self.out.commands.append(this)
             self.code(bare, rest, text, depth, inner_wrappers)
             return
-        if bare == "eval":
-            self.out.commands.append(this)
-            if any(w.value is None for w in rest):
+        if bare == "eval":  # looked through like ``bash -c``: what it runs is checked
+            if not rest:
+                self.out.commands.append(this)
+            elif any(w.value is None for w in rest):
                 self.out.commands.append(
                     _unknown(text, "eval runs words known only when it runs", inner_wrappers)
                 )
-            elif rest:
+            else:
                 self.line(" ".join(w.value or "" for w in rest), depth + 1, inner_wrappers)
             return
         self.out.commands.append(this)

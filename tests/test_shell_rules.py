@@ -214,6 +214,8 @@ def test_what_the_rules_do_not_name_still_asks(command: str, tmp_path: Path) -> 
         (["shell"], ["shell(bash)"], "bash -c 'ls'", "deny"),
         (["shell(pytest)"], [], "timeout 60 pytest -q", "allow"),
         (["shell(ls)"], [], "bash -c 'ls'", "allow"),
+        (["shell(ls)"], [], "eval 'ls -la'", "allow"),
+        (["shell"], ["shell(eval)"], "eval ls", "deny"),
         # A word the deny rule names is known only when it runs: ask, never allow.
         (["shell"], ["shell(git push)"], "git $cmd origin", "ask"),
         (["shell"], ["shell(git push)"], "ls | xargs git", "ask"),
