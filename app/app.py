@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -26,6 +27,7 @@ from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
+from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     # The session (and the loop and tools it brings) is imported by the opener, after
@@ -49,6 +51,7 @@ STATUS_EVENTS = frozenset(
 
 IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
 BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
+TIMELINE_HINT = "↑↓ or j/k move between cards · Enter opens one · Tab back to the prompt"
 
 
 class StartupError(Exception):
@@ -84,6 +87,9 @@ class LoopdeckApp(App[int]):
         self._prefill = prefill
         self.session: Session | None = None
         self.timeline = Timeline(nudge_cap=nudge_cap, deferred=True, id="timeline")
+        # Here focus moves between the timeline and the prompt: show where it is (a
+        # replay's timeline always has it).
+        self.timeline.add_class("-show-focus")
         self.prompt = PromptInput(id="prompt")
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
@@ -132,7 +138,7 @@ class LoopdeckApp(App[int]):
         session.permission_level.enable()  # here somebody can choose it
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
-            self.timeline.mount(Static(_welcome(session), classes="welcome"))
+            self.timeline.welcome(Static(_welcome(session), classes="welcome"))
         self.timeline.load(backlog)
         session.subscribe(self._on_event)
         self.status.note = ""
@@ -187,11 +193,23 @@ class LoopdeckApp(App[int]):
             busy=busy,
             queued=session.queued,
         )
-        hint = BUSY_HINT if busy else IDLE_HINT
+        self._update_hint()
+
+    def _update_hint(self) -> None:
+        if self.timeline.walks(self.focused):
+            hint = TIMELINE_HINT  # the keys that work there, and the way out
+        else:
+            hint = BUSY_HINT if self.status.busy else IDLE_HINT
         if hint != self._hint_text:
             # Static.update asks for a layout of the whole screen: only when it changes.
             self._hint_text = hint
             self.hint.update(hint)
+
+    def on_descendant_focus(self, _: events.DescendantFocus) -> None:
+        self._update_hint()
+
+    def on_descendant_blur(self, _: events.DescendantBlur) -> None:
+        self._update_hint()
 
     def _idle_now(self) -> bool:
         # The idle event arrives just before the session's runner task ends.
@@ -325,13 +343,15 @@ class LoopdeckApp(App[int]):
         )
 
 
-def _welcome(session: Session) -> str:
+def _welcome(session: Session) -> WelcomeText:
     home = str(Path.home())
     cwd = str(session.cwd)
     where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
-    return (
-        f"loopdeck · {session.model.name} · {where}\n"
-        "Ask about this code, or give the agent a task. It reads, searches, edits and runs\n"
-        "commands here, asking before it changes anything. Shift+Tab switches to autopilot\n"
-        "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command."
+    return WelcomeText(
+        f"loopdeck · {session.model.name} · {where}",
+        [
+            "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
+            "commands here, asking before it changes anything. Shift+Tab switches to autopilot",
+            "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command.",
+        ],
     )
