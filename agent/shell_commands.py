@@ -29,9 +29,11 @@ candidate; its last release is from 2023 and it raises ``NotImplementedError`` o
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from agent.shell_words import Word, text_of, word_of
+from agent.shell_wrappers import WRAPPERS, after_wrapper, xargs_words
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -45,36 +47,10 @@ ELEVATING = frozenset({"sudo", "doas", "su"})
 # Directory changes: a relative path after one of these is relative to somewhere else.
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
-# Options that take a separate argument, per wrapper (the rest are flags).
-_OPTIONS_WITH_ARGUMENT: dict[str, frozenset[str]] = {
-    "sudo": frozenset(
-        {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R", "--user", "--group"}
-    ),
-    "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "-C", "--unset", "--chdir"}),
-    "exec": frozenset({"-a"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
-    "time": frozenset({"-f", "-o", "--format", "--output"}),
-    "xargs": frozenset(
-        {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-         "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
-         "--process-slot-var"}
-    ),
-    "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
-    "setsid": frozenset(),
-    "nohup": frozenset(),
-    "builtin": frozenset(),
-    "command": frozenset(),
-    "coproc": frozenset(),
-    "busybox": frozenset(),  # ``busybox rm x`` is rm
-    "toybox": frozenset(),
-}
 # Commands that run a string of shell code: its first argument (trap), the value of
 # each ``name=value`` (alias), all their arguments (watch).
 _CODE_TAKERS = frozenset({"trap", "alias", "watch"})
 _WATCH_OPTIONS_WITH_ARGUMENT = frozenset({"-n", "--interval", "-q", "--equexit"})
-WRAPPERS = frozenset(_OPTIONS_WITH_ARGUMENT)
 # find's primaries that take one argument: an unknown word there cannot become an action.
 _FIND_ARGUMENT_PRIMARIES = frozenset(
     {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
@@ -86,8 +62,6 @@ _FIND_ARGUMENT_PRIMARIES = frozenset(
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # Output redirections; ``>&`` and ``<>`` only when their target is a file.
 _OUTPUT_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
-_BRACE_EXPANSION = re.compile(r"\{[^{}\s]*(,|\.\.)[^{}\s]*\}")
-_GLOB_CHARS = frozenset("*?[")
 # Reserved words the grammar reads as a command name when a compound follows ``time``,
 # ``coproc``, ``!`` or a wrapper (``time { rm x; }``): what follows them is a command.
 _KEYWORDS_BEFORE_A_COMMAND = frozenset(
@@ -95,17 +69,6 @@ _KEYWORDS_BEFORE_A_COMMAND = frozenset(
 )
 _KEYWORDS_MISREAD = frozenset({"case", "for", "select", "in", "function", "[[", "]]", "(("})
 _NOT_WORDS = frozenset({"file_redirect", "herestring_redirect", "comment"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
-
-
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One word as written: ``value`` None when known only at run time; ``splits`` when
-    it may become zero or several words (an unquoted expansion, a glob, a brace)."""
-
-    value: str | None
-    source: str
-    splits: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,12 +188,12 @@ class _Reader:
                 # ``PS4='$(rm x)'``, ``x='a[$(rm x)]'``: bash can run code kept in a
                 # variable (prompts, arithmetic); read it as code too.
                 value = node.child_by_field_name("value")
-                code = _word(value).value if value is not None else None
+                code = word_of(value).value if value is not None else None
                 if code is not None and ("$(" in code or "`" in code):
                     self.line(code, depth + 1, wrappers, data=True)
-            case "expansion" if "@P" in _text(node).replace(" ", ""):
+            case "expansion" if "@P" in text_of(node).replace(" ", ""):
                 self.out.commands.append(
-                    _unknown(_text(node), "a prompt expansion may run commands", wrappers)
+                    _unknown(text_of(node), "a prompt expansion may run commands", wrappers)
                 )
 
     def substitutions(self, root: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
@@ -247,28 +210,28 @@ class _Reader:
         destination = node.child_by_field_name("destination")
         if destination is None or operator not in _OUTPUT_OPERATORS:
             return
-        word = _word(destination)
+        word = word_of(destination)
         if operator == ">&" and (destination.type == "number" or word.value == "-"):
             return  # ``2>&1``, ``>&-``: a descriptor, not a file
         target = None if word.splits else word.value
-        self.out.redirects.append(Redirect(target, _text(node)))
+        self.out.redirects.append(Redirect(target, text_of(node)))
 
     def declaration(self, node: Node, wrappers: tuple[SimpleCommand, ...]) -> None:
         # ``export A=1``, ``local x``: the keyword is the name; values are visited next.
         keyword = node.children[0]
-        words = [Word(_text(keyword), _text(keyword))]
-        words += [_word(child) for child in node.children[1:] if child.is_named]
-        self.out.commands.append(_command(words, _text(node), wrappers))
+        words = [Word(text_of(keyword), text_of(keyword))]
+        words += [word_of(child) for child in node.children[1:] if child.is_named]
+        self.out.commands.append(_command(words, text_of(node), wrappers))
 
     def command(self, node: Node, depth: int, wrappers: tuple[SimpleCommand, ...]) -> None:
         words: list[Word] = []
         for child in node.children:
             if child.type == "command_name" and child.named_children:
-                words.append(_word(child.named_children[0]))
+                words.append(word_of(child.named_children[0]))
             elif words and child.is_named and child.type not in _NOT_WORDS:
-                words.append(_word(child))
+                words.append(word_of(child))
         if words:
-            self.words(words, _text(node), depth, wrappers)
+            self.words(words, text_of(node), depth, wrappers)
         # Substitutions anywhere in the command run too: its children are visited next.
 
     # --- what a simple command runs --------------------------------------------
@@ -298,7 +261,7 @@ class _Reader:
         inner_wrappers = (*wrappers, this)
         rest = words[1:]
         if bare in WRAPPERS:
-            inner = _after_wrapper(bare, rest)
+            inner = after_wrapper(bare, rest)
             if inner is None:
                 self.out.commands.append(
                     _unknown(text, f"what {bare} runs is known only when it runs", inner_wrappers)
@@ -306,7 +269,7 @@ class _Reader:
             elif inner:
                 inner_text = " ".join(w.source for w in inner)
                 if bare == "xargs":  # xargs puts words read from its input in
-                    inner = _xargs_words(rest[: len(rest) - len(inner)], inner)
+                    inner = xargs_words(rest[: len(rest) - len(inner)], inner)
                 self.words(inner, inner_text, depth, inner_wrappers)
             else:
                 self.out.commands.append(this)  # ``exec >log``, ``time``: nothing else runs
@@ -496,126 +459,3 @@ def _command(words: list[Word], text: str, wrappers: tuple[SimpleCommand, ...]) 
         values.append(word.value)
         open_ended = word.splits
     return SimpleCommand(tuple(values), text, open_ended=open_ended, wrappers=wrappers)
-
-
-def _xargs_words(options: list[Word], inner: list[Word]) -> list[Word]:
-    """The command xargs runs: its input's words replace ``-I`` strings, or follow."""
-    marks = {"{}"}
-    for index, word in enumerate(options):
-        value = word.value or ""
-        if value in ("-I", "--replace") and index + 1 < len(options):
-            marks.add(options[index + 1].value or "{}")
-        elif value.startswith(("-I", "-i", "--replace=")) and len(value) > 2:
-            marks.add(value.split("=", 1)[1] if "=" in value else value[2:])
-    words = [
-        Word(None, w.source) if any(m in (w.value or "") for m in marks) else w for w in inner
-    ]
-    return [*words, Word(None, "…", splits=True)]
-
-
-def _after_wrapper(wrapper: str, rest: list[Word]) -> list[Word] | None:
-    """The command a wrapper runs ([] when none; None when it cannot be told)."""
-    takes_argument = _OPTIONS_WITH_ARGUMENT[wrapper]
-    index = 0
-    while index < len(rest):
-        value = rest[index].value
-        if value is None:
-            return None
-        if value == "--":
-            index += 1
-            break
-        if wrapper in ("sudo", "env", "doas") and _ASSIGNMENT.match(value):
-            index += 1
-            continue
-        if wrapper == "command" and value in ("-v", "-V"):
-            return []  # only tells what the name is
-        if wrapper == "env" and (value in ("-S", "--split-string") or value.startswith("-S")):
-            return None  # env splits a string into the command: rare, refuse to guess
-        if not value.startswith("-") or value == "-":
-            break
-        if wrapper == "nice" and value[1:].isdigit():
-            index += 1  # ``nice -5 cmd``
-            continue
-        option = value.split("=", 1)[0]
-        index += 2 if option in takes_argument and "=" not in value else 1
-    if wrapper == "coproc" and len(rest) > index + 1 and rest[index + 1].source == "{":
-        index += 1  # ``coproc NAME { …; }``
-    if wrapper == "timeout":
-        if index >= len(rest) or rest[index].value is None:
-            return None if index < len(rest) else []
-        index += 1  # the duration
-    return rest[index:]
-
-
-# --- words ---------------------------------------------------------------------------
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "surrogateescape")
-
-
-def _word(node: Node) -> Word:
-    source = _text(node)
-    parts = _pieces(node)
-    if parts is None:
-        unquoted_expansion = node.type in ("simple_expansion", "expansion", "command_substitution")
-        splits = unquoted_expansion or node.type in ("concatenation", "brace_expression")
-        return Word(None, source, splits=splits)
-    value = "".join(text for text, _quoted in parts)
-    unquoted = "".join(text if not quoted else "\0" * len(text) for text, quoted in parts)
-    if any(c in _GLOB_CHARS for c in unquoted) or _BRACE_EXPANSION.search(unquoted):
-        return Word(None, source, splits=True)
-    if unquoted.startswith("~"):
-        return Word(None, source)  # a home directory: known, but not to a rule
-    return Word(value, source)
-
-
-def _pieces(node: Node) -> list[tuple[str, bool]] | None:
-    """The word's text as (text, quoted) pieces, or None if it is known only when it runs."""
-    match node.type:
-        case "word" | "number" | "extglob_pattern":
-            return _unescape(_text(node))
-        case "raw_string":
-            return [(_text(node)[1:-1], True)]
-        case "string":
-            pieces: list[tuple[str, bool]] = []
-            for child in node.children:
-                if child.type == '"':
-                    continue
-                if child.type == "string_content":
-                    pieces.append((_unescape_in_quotes(_text(child)), True))
-                elif not child.is_named and child.type == "$":
-                    pieces.append(("$", True))
-                else:
-                    return None
-            return pieces
-        case "concatenation":
-            out: list[tuple[str, bool]] = []
-            for child in node.children:
-                got = _pieces(child)
-                if got is None:
-                    return None
-                out += got
-            return out
-        case _:
-            return None
-
-
-def _unescape(text: str) -> list[tuple[str, bool]]:
-    """An unquoted word: ``\\x`` is a quoted ``x``; a backslash-newline is nothing."""
-    out: list[tuple[str, bool]] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text):
-            if text[index + 1] != "\n":
-                out.append((text[index + 1], True))
-            index += 2
-            continue
-        out.append((char, False))
-        index += 1
-    return out
-
-
-def _unescape_in_quotes(text: str) -> str:
-    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
