@@ -59,6 +59,7 @@ from agent.models.base import (
     TextDelta,
     ToolCall,
 )
+from agent.store import LogWriteError
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, execute
 from agent.turn_notes import StreamClock, attempt_cut_note, turn_stats_note
@@ -99,6 +100,17 @@ class LoopHost(Protocol):
     def max_autopilot_continues(self) -> int: ...
 
     def emit(self, data: EventData) -> Event: ...
+
+    @property
+    def halted(self) -> SessionErrorData | None:
+        """Why the host stopped the loop itself (a log it cannot write), if it did."""
+        ...
+
+    async def persist(self) -> None:
+        """Make every event emitted so far durable (written and fsynced).
+
+        Raises :class:`~agent.store.LogWriteError` when the log cannot be written."""
+        ...
 
     def tools(self) -> ToolRegistry: ...
 
@@ -178,8 +190,11 @@ class TurnLoop:
                     )
                 break
         except (_TurnAborted, asyncio.CancelledError):
-            self.outcome.aborted = True
-            host.emit(AbortData(reason="user_initiated"))
+            if host.halted is not None:
+                self._fail(host.halted)  # the log failed: an error, not a user's abort
+            else:
+                self.outcome.aborted = True
+                host.emit(AbortData(reason="user_initiated"))
         except ProviderError as exc:
             self._fail(
                 SessionErrorData(
@@ -310,7 +325,7 @@ class TurnLoop:
                     self.outcome.summary = summary
                     completed = True
             return bool(requests), completed
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, LogWriteError):
             self._interrupt(pending, turn_id)
             raise _TurnAborted from None
         finally:
@@ -431,6 +446,15 @@ class TurnLoop:
             denial = await host.authorize(request)
             if denial is not None:
                 return denial
+        tool = host.tools().get(request.name)
+        if tool is None or tool.kind != "read":
+            # Record before effect: a tool that writes files or runs a command (or
+            # one we cannot vouch for) starts only once the events that request it —
+            # the assistant.message naming the call and its tool.execution_start — are
+            # durable, written and fsynced. A crash at any point then leaves no change
+            # to the workspace without its request in the log; resume closes the call
+            # as interrupted. Read-only tools skip the fsync: they change nothing.
+            await host.persist()
         ctx = host.tool_context(progress)
         ctx.tool_call_id = request.tool_call_id
         return await execute(host.tools(), request.name, request.arguments, ctx)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,7 +17,7 @@ from agent.models.select import ConfigError, choose_model, read_config, user_con
 from agent.models.settings import ProviderSettings
 from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
-from agent.store import SessionStore, loopdeck_home
+from agent.store import LogWriteError, SessionStore, loopdeck_home
 
 _T = TypeVar("_T")
 
@@ -129,28 +131,39 @@ async def open_session(
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
     if resume_id is not None:
-        session = await Session.resume(
-            store=store,
-            session_id=resume_id,
-            model=model,
-            cwd=cwd if args.cwd else None,
-            max_autopilot_continues=cap,
-            policy=policy,
-            extra_dirs=extra_dirs,
-        )
+        with _storage_as_setup_error():
+            session = await Session.resume(
+                store=store,
+                session_id=resume_id,
+                model=model,
+                cwd=cwd if args.cwd else None,
+                max_autopilot_continues=cap,
+                policy=policy,
+                extra_dirs=extra_dirs,
+            )
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode("autopilot" if args.autopilot else "interactive")
         return session
     mode: Mode = "autopilot" if args.autopilot else "interactive"
-    return await Session.create(
-        model=model,
-        cwd=cwd,
-        mode=mode,
-        store=store,
-        max_autopilot_continues=cap,
-        policy=policy,
-        extra_dirs=extra_dirs,
-    )
+    with _storage_as_setup_error():
+        return await Session.create(
+            model=model,
+            cwd=cwd,
+            mode=mode,
+            store=store,
+            max_autopilot_continues=cap,
+            policy=policy,
+            extra_dirs=extra_dirs,
+        )
+
+
+@contextlib.contextmanager
+def _storage_as_setup_error() -> Iterator[None]:
+    """A log that cannot be written at start-up (a full disk) is one line."""
+    try:
+        yield
+    except LogWriteError as exc:
+        raise SetupError(str(exc)) from exc
 
 
 def permission_setup(args: argparse.Namespace) -> tuple[PermissionPolicy, list[Path]]:
