@@ -10,7 +10,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from agent.events import Mode
-from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult, ToolKind
+from agent.tools.base import Tool, ToolArgs, ToolContext, ToolKind, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 
 
