@@ -1,16 +1,17 @@
-"""``create``: write a new file (never an existing one), shown as a diff from /dev/null."""
+"""``create``: write a new file (never an existing one), shown as a diff from /dev/null.
+
+The file appears whole or not at all (see :mod:`agent.tools.atomic_write`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
 
+from agent.tools.atomic_write import write_new_atomic
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.edit import count_lines, unified_diff
 from agent.tools.paths import display_path, resolve_in_workspace
@@ -94,56 +95,3 @@ def _write_new(planned: PlannedCreate, asked: str) -> None:
         raise ToolError(f"cannot create {asked}: a parent path is a file, not a directory") from exc
     except OSError as exc:
         raise ToolError(f"cannot create {asked}: {exc.strerror or exc}") from exc
-
-
-def write_new_atomic(path: Path, data: bytes) -> None:
-    """Create ``path`` holding ``data``, all at once or not at all; never over a file.
-
-    The bytes go to a temporary file in the same directory, fsynced, which is then
-    linked in under the final name: a hard link, unlike a rename, fails if the name
-    exists (FileExistsError). Where the filesystem offers it (Linux, O_TMPFILE) the
-    temporary file has no name at all, so a kill mid-write leaves nothing behind;
-    elsewhere it is a hidden ``.<name>.*.tmp`` that is removed as soon as it is linked.
-    """
-    # 0o666: the kernel applies the umask, as for any new file.
-    try:
-        fd = os.open(path.parent, os.O_WRONLY | os.O_CLOEXEC | _O_TMPFILE, 0o666)
-    except OSError:
-        fd = -1
-    if fd >= 0:
-        try:
-            _write_fd(fd, data)
-            folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                # With a dir fd, os.link calls linkat(AT_SYMLINK_FOLLOW): it links the
-                # file behind /proc/self/fd, not the magic link itself.
-                os.link(f"/proc/self/fd/{fd}", path.name, dst_dir_fd=folder, follow_symlinks=True)
-            finally:
-                os.close(folder)
-        finally:
-            os.close(fd)
-        return
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        try:
-            _write_fd(fd, data)
-        finally:
-            os.close(fd)
-        os.link(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-# O_TMPFILE where the platform has it; 0 makes the open above fail over to a named temporary file.
-_O_TMPFILE = getattr(os, "O_TMPFILE", 0)
-
-
-def _write_fd(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    written = 0
-    while written < len(data):
-        written += os.write(fd, view[written:])
-    os.fsync(fd)
-
