@@ -446,18 +446,27 @@ class TurnLoop:
             denial = await host.authorize(request)
             if denial is not None:
                 return denial
-        tool = host.tools().get(request.name)
-        if tool is None or tool.kind != "read":
-            # Record before effect: a tool that writes files or runs a command (or
-            # one we cannot vouch for) starts only once the events that request it —
-            # the assistant.message naming the call and its tool.execution_start — are
-            # durable, written and fsynced. A crash at any point then leaves no change
-            # to the workspace without its request in the log; resume closes the call
-            # as interrupted. Read-only tools skip the fsync: they change nothing.
-            await host.persist()
+        await self._record_before_effect(request)
         ctx = host.tool_context(progress)
         ctx.tool_call_id = request.tool_call_id
         return await execute(host.tools(), request.name, request.arguments, ctx)
+
+    async def _record_before_effect(self, request: ToolRequest) -> None:
+        """Record before effect (persistence, DESIGN §4): a tool that can change the
+        workspace — writes files, runs a command, or is an app's tool we cannot vouch
+        for — starts only once the events that request it are durable: the
+        ``assistant.message`` naming the call and its ``tool.execution_start`` are
+        written and fsynced. A crash or kill at any moment then leaves no change
+        without its request in the log, and resume closes the call as interrupted.
+
+        This is the log's second fsync point, beside the turn end. Read-only tools
+        skip it: they change nothing. Raises
+        :class:`~agent.store.LogWriteError` when the log cannot be written: the
+        tool never runs.
+        """
+        tool = self.host.tools().get(request.name)
+        if tool is None or tool.may_have_effects():
+            await self.host.persist()
 
     def _interrupt(self, pending: list[ToolRequest], turn_id: str) -> None:
         """Record what an abort cut short, so history stays whole and nothing is lost."""

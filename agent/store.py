@@ -448,9 +448,14 @@ class SessionStore:
         path = self.session_dir(session_id) / META_FILE
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(meta, fh, indent=2)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(meta, fh, indent=2)
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a full disk: no half-written file left beside the log
+            raise
 
     def read_meta(self, session_id: str) -> dict[str, Any]:
         """The metadata file, or {} when it is missing, unreadable or not an object."""
