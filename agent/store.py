@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping
@@ -39,6 +40,8 @@ from agent.events import (
     event_from_json,
 )
 from agent.usage import totals_of
+
+log = logging.getLogger(__name__)
 
 EVENTS_FILE = "events.jsonl"
 META_FILE = "session.json"
@@ -293,7 +296,10 @@ class SessionWriter:
                     await self._write(data.encode("utf-8"))
                 self._written = upto
                 self._in_flight = False
-                self.deliver([event for event, _ in batch])
+                try:
+                    self.deliver([event for event, _ in batch])
+                except Exception:  # the writer must go on: drain and close wait for it
+                    log.exception("delivering events failed")
             if self._sync_wanted or self._sync_waiters:
                 self._sync_wanted = False
                 covered = self._written
@@ -336,8 +342,8 @@ class SessionWriter:
             self._dirty = False
 
     def _fail(self, cause: OSError, torn: bytes) -> None:
-        """Stop writing. A batch cut off mid-line is cut back to its last whole line:
-        those events were never delivered, and the next writer appends after it."""
+        """Stop writing. A batch cut off mid-line is cut back to its last whole line,
+        so the log stays whole lines and a resume appends after them."""
         assert self._fd is not None
         cut = len(torn) - (torn.rfind(b"\n") + 1)
         if cut:
