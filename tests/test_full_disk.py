@@ -3,14 +3,17 @@
 The run stops at the write that fails: its turn ends, ``session.error`` (storage,
 with the path and the OS error) and ``session.idle`` are printed, exit 1, and what
 was written stays whole; with space freed, ``--resume`` goes on. Starting on a full
-disk is one line. Needs root and ``unshare -m`` (skipped otherwise).
+disk is one line. Needs root and ``unshare -m`` (skipped otherwise); the same
+checks with ``RLIMIT_FSIZE`` in place of the tmpfs run anywhere.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -73,31 +76,7 @@ def test_full_disk_stops_the_run_cleanly_and_resumes_once_freed(tmp_path: Path) 
     home, workspace, out = tmp_path / "home", tmp_path / "ws", tmp_path / "out"
     for folder in (home, workspace, out):
         folder.mkdir()
-    task_complete = {"name": "task_complete", "arguments": {"summary": "built"}}
-    script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps(
-            {
-                "turns": [
-                    {
-                        "text": "A small step first.",
-                        "tool_calls": [
-                            {"name": "bash", "arguments": {"command": "printf ok > ok.txt"}}
-                        ],
-                    },
-                    {
-                        "text": "Now the big file.",
-                        "tool_calls": [
-                            {"name": "create", "arguments": {"path": "big.txt", "file_text": BIG}}
-                        ],
-                    },
-                    {"text": "Done.", "tool_calls": [task_complete]},
-                    {"text": "Done.", "tool_calls": [task_complete]},
-                ],
-                "when_exhausted": "stop",
-            }
-        )
-    )
+    script = write_script(tmp_path / "script.json")
     env = {
         **os.environ,
         "HOME_DIR": str(home),
@@ -148,3 +127,76 @@ def test_full_disk_stops_the_run_cleanly_and_resumes_once_freed(tmp_path: Path) 
     assert message.count("\n") == 1 and message.startswith("loopdeck: "), message
     assert "No space left on device" in message
     assert (out / "start.sessions").read_text().split() == [session_id]
+
+
+def write_script(path: Path) -> Path:
+    """A small step, then a create whose request alone is larger than the room left."""
+    task_complete = {"name": "task_complete", "arguments": {"summary": "built"}}
+    bash = {"name": "bash", "arguments": {"command": "printf ok > ok.txt"}}
+    create = {"name": "create", "arguments": {"path": "big.txt", "file_text": BIG}}
+    turns = [
+        {"text": "A small step first.", "tool_calls": [bash]},
+        {"text": "Now the big file.", "tool_calls": [create]},
+        {"text": "Done.", "tool_calls": [task_complete]},
+        {"text": "Done.", "tool_calls": [task_complete]},
+    ]
+    path.write_text(json.dumps({"turns": turns, "when_exhausted": "stop"}))
+    return path
+
+
+def test_file_size_limit_stops_the_run_cleanly(tmp_path: Path) -> None:
+    """The same without a mount: RLIMIT_FSIZE makes the log's write fail (EFBIG)."""
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    script = write_script(tmp_path / "script.json")
+
+    def run(*argv: str, limit: int | None) -> subprocess.CompletedProcess[str]:
+        def limited() -> None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a kill
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "--autopilot",
+                "--allow-all-tools",
+                "--model",
+                f"scripted:{script}",
+                *argv,
+            ],
+            cwd=workspace,
+            env={**os.environ, "LOOPDECK_HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=limited,
+        )
+
+    full = run("-p", "build it", "--output-format", "json", limit=256 * 1024)
+    assert full.returncode == 1, full.stderr
+    printed = [json.loads(line) for line in full.stdout.splitlines()]
+    assert [e["type"] for e in printed[-2:]] == ["session.error", "session.idle"]
+    session_id = printed[0]["data"]["sessionId"]
+    log = home / "session-state" / session_id / "events.jsonl"
+    assert printed[-2]["data"]["errorType"] == "storage"
+    assert printed[-2]["data"]["message"] == f"cannot write {log}: File too large"
+    assert "Traceback" not in full.stderr
+    assert (workspace / "ok.txt").exists() and not (workspace / "big.txt").exists()
+    written = log.read_bytes()
+    lines_of(written)
+
+    resumed = run("-p", "go on", "--resume", session_id, "--output-format", "json", limit=None)
+    assert resumed.returncode in (0, 3), resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["type"] == "session.idle"
+    after = log.read_bytes()
+    assert after.startswith(written)
+    lines_of(after)
+
+    start = run("-p", "start anew", limit=0)
+    assert start.returncode == 2
+    assert start.stderr.count("\n") == 1 and start.stderr.startswith("loopdeck: "), start.stderr
+    assert "File too large" in start.stderr
+    assert sorted(p.name for p in (home / "session-state").iterdir()) == [session_id]
