@@ -77,6 +77,7 @@ NUDGE = (
 )
 DEFAULT_MAX_CONTINUES = 5
 INTERRUPTED = "Interrupted: the user aborted this tool call before it finished."
+STOPPED_UNRECORDED = "Stopped: the session log could not be written (see the storage error)."
 # How many times an agentStop hook may keep one send going.
 MAX_STOP_BLOCKS = 10
 
@@ -477,12 +478,13 @@ class TurnLoop:
                     message_id=self._message_id, content=self._partial_text, turn_id=turn_id
                 )
             )
+        why = INTERRUPTED if host.halted is None else STOPPED_UNRECORDED
         for request in pending:
             host.emit(
                 ToolExecutionCompleteData(
                     tool_call_id=request.tool_call_id,
                     success=False,
-                    error=ToolErrorPayload(message=INTERRUPTED, code="interrupted"),
+                    error=ToolErrorPayload(message=why, code="interrupted"),
                     turn_id=turn_id,
                 )
             )

@@ -215,6 +215,8 @@ async def test_a_failed_write_stops_the_loop_with_a_storage_error(
     assert model.calls == 2
     types = rec.types()
     assert types[-2:] == ["session.error", "session.idle"]
+    stopped = rec.of("tool.execution_complete")[-1].data
+    assert stopped.error is not None and "log could not be written" in stopped.error.message
     assert types.count("session.idle") == 1
     assert types.index("assistant.turn_end", types.index("session.error") - 1)
     # What was written is whole lines (the torn half-batch was cut back).
