@@ -242,6 +242,7 @@ class SessionWriter:
         # Sequence numbers of queued events: appended, written, known fsynced.
         self._seq = self._written = self._synced = 0
         self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._fsyncing: asyncio.Task[None] | None = None
         self._closing = False
         self._fd: int | None = None
         self._task: asyncio.Task[None] | None = None
@@ -300,14 +301,16 @@ class SessionWriter:
                     self.deliver([event for event, _ in batch])
                 except Exception:  # the writer must go on: drain and close wait for it
                     log.exception("delivering events failed")
-            if self._sync_wanted or self._sync_waiters:
+            if (self._sync_wanted or self._sync_waiters) and self._fsyncing is None:
                 self._sync_wanted = False
-                covered = self._written
                 if self._dirty and self.error is None:
-                    await self._fsync()
-                self._synced = covered
-                self._release_sync_waiters()
-            if not self._queue and not self._sync_waiters and not self._sync_wanted:
+                    # In the background: later batches are written and delivered
+                    # meanwhile, not held behind the disk's flush.
+                    self._fsyncing = asyncio.create_task(self._fsync(self._written))
+                else:
+                    self._synced = self._written
+                    self._release_sync_waiters()
+            if not (self._queue or self._sync_waiters or self._sync_wanted or self._fsyncing):
                 self._idle.set()
                 if self._closing:
                     return
@@ -332,14 +335,21 @@ class SessionWriter:
         else:
             self._dirty = True
 
-    async def _fsync(self) -> None:
+    async def _fsync(self, covered: int) -> None:
+        """fsync everything written up to event ``covered``; wakes the writer after."""
         assert self._fd is not None
         try:
             await asyncio.to_thread(os.fsync, self._fd)
         except OSError as exc:
             self._fail(exc, b"")
         else:
-            self._dirty = False
+            if self._written == covered:
+                self._dirty = False  # nothing was written while it ran
+            self._synced = max(self._synced, covered)
+        finally:
+            self._fsyncing = None
+            self._release_sync_waiters()
+            self._wake.set()
 
     def _fail(self, cause: OSError, torn: bytes) -> None:
         """Stop writing. A batch cut off mid-line is cut back to its last whole line,
