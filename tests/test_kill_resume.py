@@ -15,6 +15,9 @@ resume made of it:
 - the resume closes every interrupted call and turn.
 
 Trials: ``LOOPDECK_KILL_TRIALS`` (20 by default; 50 by hand), seed ``LOOPDECK_KILL_SEED``.
+By hand, 50 trials each with seeds 1212, 7 and 99: all pass (~30 s a run). Before
+events were made durable ahead of their effects, 4 of 50 (seed 1212) found a created
+file or a shell command's output without its request on disk.
 """
 
 from __future__ import annotations
