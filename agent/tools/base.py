@@ -62,6 +62,11 @@ class Tool(ABC):
     kind: ClassVar[ToolKind] = "read"
     Args: ClassVar[type[ToolArgs]]
 
+    def may_have_effects(self) -> bool:
+        """Whether a call can change the workspace or the world (write a file, run a
+        command): such a call starts only once its request is durable in the log."""
+        return self.kind != "read"
+
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema offered to the model."""
         params = self.Args.model_json_schema()

@@ -1,4 +1,7 @@
-"""``create``: write a new file (never an existing one), shown as a diff from /dev/null."""
+"""``create``: write a new file (never an existing one), shown as a diff from /dev/null.
+
+The file appears whole or not at all (see :mod:`agent.tools.atomic_write`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from agent.tools.atomic_write import write_new_atomic
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.edit import count_lines, unified_diff
 from agent.tools.paths import display_path, resolve_in_workspace
@@ -82,9 +86,7 @@ def _refuse_existing(target: Path, asked: str) -> None:
 def _write_new(planned: PlannedCreate, asked: str) -> None:
     try:
         planned.path.parent.mkdir(parents=True, exist_ok=True)
-        # "x" fails if the file appeared since the check, so nothing is ever overwritten.
-        with planned.path.open("xb") as f:
-            f.write(planned.data)
+        write_new_atomic(planned.path, planned.data)
     except FileExistsError as exc:
         if planned.path.parent.is_dir():
             _refuse_existing(planned.path, asked)

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import difflib
-import os
 import re
-import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
 
+from agent.tools.atomic_write import write_atomic
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.paths import display_path, resolve_in_workspace
 
@@ -171,26 +168,6 @@ def unified_diff(
             out.append(line.removesuffix("\r"))
             out.append("\\ No newline at end of file")
     return "\n".join(out) + "\n"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` via a temp file in the same directory, keeping its mode."""
-    st = path.stat()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-            with contextlib.suppress(OSError):
-                os.chown(tmp, st.st_uid, st.st_gid)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # --- helpers ---------------------------------------------------------------------
