@@ -59,6 +59,7 @@ from agent.models.base import (
     TextDelta,
     ToolCall,
 )
+from agent.store import LogWriteError
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, execute
 from agent.turn_notes import StreamClock, attempt_cut_note, turn_stats_note
@@ -76,6 +77,7 @@ NUDGE = (
 )
 DEFAULT_MAX_CONTINUES = 5
 INTERRUPTED = "Interrupted: the user aborted this tool call before it finished."
+STOPPED_UNRECORDED = "Stopped: the session log could not be written (see the storage error)."
 # How many times an agentStop hook may keep one send going.
 MAX_STOP_BLOCKS = 10
 
@@ -99,6 +101,17 @@ class LoopHost(Protocol):
     def max_autopilot_continues(self) -> int: ...
 
     def emit(self, data: EventData) -> Event: ...
+
+    @property
+    def halted(self) -> SessionErrorData | None:
+        """Why the host stopped the loop itself (a log it cannot write), if it did."""
+        ...
+
+    async def persist(self) -> None:
+        """Make every event emitted so far durable (written and fsynced).
+
+        Raises :class:`~agent.store.LogWriteError` when the log cannot be written."""
+        ...
 
     def tools(self) -> ToolRegistry: ...
 
@@ -178,8 +191,11 @@ class TurnLoop:
                     )
                 break
         except (_TurnAborted, asyncio.CancelledError):
-            self.outcome.aborted = True
-            host.emit(AbortData(reason="user_initiated"))
+            if host.halted is not None:
+                self._fail(host.halted)  # the log failed: an error, not a user's abort
+            else:
+                self.outcome.aborted = True
+                host.emit(AbortData(reason="user_initiated"))
         except ProviderError as exc:
             self._fail(
                 SessionErrorData(
@@ -310,7 +326,7 @@ class TurnLoop:
                     self.outcome.summary = summary
                     completed = True
             return bool(requests), completed
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, LogWriteError):
             self._interrupt(pending, turn_id)
             raise _TurnAborted from None
         finally:
@@ -434,9 +450,27 @@ class TurnLoop:
             denial = await host.authorize(request)
             if denial is not None:
                 return denial
+        await self._record_before_effect(request)
         ctx = host.tool_context(progress)
         ctx.tool_call_id = request.tool_call_id
         return await execute(host.tools(), request.name, request.arguments, ctx)
+
+    async def _record_before_effect(self, request: ToolRequest) -> None:
+        """Record before effect (persistence, DESIGN §4): a tool that can change the
+        workspace — writes files, runs a command, or is an app's tool we cannot vouch
+        for — starts only once the events that request it are durable: the
+        ``assistant.message`` naming the call and its ``tool.execution_start`` are
+        written and fsynced. A crash or kill at any moment then leaves no change
+        without its request in the log, and resume closes the call as interrupted.
+
+        This is the log's second fsync point, beside the turn end. Read-only tools
+        skip it: they change nothing. Raises
+        :class:`~agent.store.LogWriteError` when the log cannot be written: the
+        tool never runs.
+        """
+        tool = self.host.tools().get(request.name)
+        if tool is None or tool.may_have_effects():
+            await self.host.persist()
 
     def _interrupt(self, pending: list[ToolRequest], turn_id: str) -> None:
         """Record what an abort cut short, so history stays whole and nothing is lost."""
@@ -447,12 +481,13 @@ class TurnLoop:
                     message_id=self._message_id, content=self._partial_text, turn_id=turn_id
                 )
             )
+        why = INTERRUPTED if host.halted is None else STOPPED_UNRECORDED
         for request in pending:
             host.emit(
                 ToolExecutionCompleteData(
                     tool_call_id=request.tool_call_id,
                     success=False,
-                    error=ToolErrorPayload(message=INTERRUPTED, code="interrupted"),
+                    error=ToolErrorPayload(message=why, code="interrupted"),
                     turn_id=turn_id,
                 )
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -31,8 +32,9 @@ from agent.permissions import (
     PermissionPolicy,
     PermissionPrompt,
     Rule,
-    Verdict,
+    ShellPart,
     command_identifiers,
+    writes_files,
 )
 from agent.tools.base import ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.registry import ToolRegistry
@@ -69,7 +71,9 @@ class PermissionGate:
         prompt = self._prompt(tool.kind, request, args)
         if prompt is None or isinstance(prompt, ToolResult):
             return prompt
-        verdict, rule = self.policy.decide(prompt.kind, request.name, prompt.command)
+        verdict, rule = self.policy.decide(
+            prompt.kind, request.name, prompt.command, self._workspace()
+        )
         self.host.emit(
             PermissionRequestedData(
                 request_id=prompt.request_id, permission_request=_wire_request(prompt)
@@ -94,23 +98,19 @@ class PermissionGate:
         parts = self._shell_parts(prompt)
         if verdict == "deny":
             assert rule is not None
-            culprits = [text for text, v, by in parts if v == "deny" and by == rule]
-            if len(parts) > 1 and culprits:
-                what = f"`{culprits[0]}` in {what}"  # which part of `a && b` it was
+            culprit = next((p for p in parts if p.verdict == "deny" and p.rule == rule), None)
+            if culprit is not None and culprit.text.strip() != (prompt.command or "").strip():
+                what = f"`{culprit.text}` in {what}"  # which part of `a && b` it was
             message = f"Permission denied: {what} is denied by the rule {rule}."
+            if culprit is not None and culprit.note:
+                message = message[:-1] + f" ({culprit.note})."
             return {"kind": "denied-by-rules", "rules": [rule.wire()]}, ToolResult.failure(message)
         can_ask = self.host.mode == "interactive" or self.ask_in_every_mode
         if self.asker is None or not can_ask:
             who = "autopilot" if self.host.mode == "autopilot" else "this non-interactive run"
-            unallowed = [text for text, v, _ in parts if v == "ask"]
-            which = ""
-            if len(parts) > 1 and unallowed:
-                listed = ", ".join(f"`{text}`" for text in unallowed)
-                which = f" (not allowed by any rule: {listed})"
             message = (
-                f"Permission denied: {what} needs approval{which} and {who} cannot ask the "
-                "user. Allow it with --allow-tool (e.g. --allow-tool 'shell(git:*)' or "
-                "--allow-tool write) or --allow-all-tools."
+                f"Permission denied: {what} needs approval{_unallowed(parts)} and {who} cannot "
+                f"ask the user. {self._remedy(parts)}"
             )
             result = {"kind": "denied-no-approval-rule-and-could-not-request-from-user"}
             return result, ToolResult.failure(message)
@@ -131,10 +131,36 @@ class PermissionGate:
                     denied["feedback"] = feedback
                 return denied, ToolResult.failure(message)
 
-    def _shell_parts(self, prompt: PermissionPrompt) -> list[tuple[str, Verdict, Rule | None]]:
+    def _remedy(self, parts: list[ShellPart]) -> str:
+        """What would let the call through: what the user or the model can change."""
+        causes = {part.cause for part in parts if part.verdict == "ask"} or {""}
+        fixes: list[str] = []
+        if "unknown" in causes:
+            fixes.append("write the command out plainly so the rules can check it")
+            if not self.policy.deny:
+                fixes.append("allow every command with --allow-tool shell or --allow-all-tools")
+        if "outside" in causes:
+            fixes.append(
+                "write inside the workspace (or add the directory with --add-dir, or run "
+                "with --allow-all-tools)"
+            )
+        if "" in causes:
+            fixes.append(
+                "allow it with --allow-tool (e.g. --allow-tool 'shell(git:*)' or "
+                "--allow-tool write) or --allow-all-tools"
+            )
+        text = "; or ".join(fixes)
+        return text[0].upper() + text[1:] + "."
+
+    def _shell_parts(self, prompt: PermissionPrompt) -> list[ShellPart]:
         if prompt.kind != "shell":
             return []
-        return self.policy.shell_parts(prompt.tool_name, prompt.command or "")
+        return self.policy.shell_parts(prompt.tool_name, prompt.command or "", self._workspace())
+
+    def _workspace(self) -> list[Path]:
+        """The working directory, then the added ones: where redirections may write."""
+        ctx = self.host.tool_context(lambda _line: None)
+        return [ctx.cwd, *ctx.extra_dirs]
 
     def _complete(self, prompt: PermissionPrompt, result: dict[str, Any]) -> None:
         self.host.emit(
@@ -192,6 +218,15 @@ def _validated(model: type[ToolArgs], raw: Any) -> ToolArgs | None:
         return None
 
 
+def _unallowed(parts: list[ShellPart]) -> str:
+    """`` (not allowed by any rule: `make`; `$a x`: its name is known only when it runs)``."""
+    plain = [f"`{p.text}`" for p in parts if p.verdict == "ask" and not p.note]
+    noted = [f"`{p.text}`: {p.note}" for p in parts if p.verdict == "ask" and p.note]
+    items = [f"not allowed by any rule: {', '.join(plain)}"] if plain and len(parts) > 1 else []
+    items += noted
+    return f" ({'; '.join(items)})" if items else ""
+
+
 def _describe(prompt: PermissionPrompt) -> str:
     if prompt.kind == "shell":
         return f"the shell command `{prompt.command}`"
@@ -222,7 +257,7 @@ def _wire_request(prompt: PermissionPrompt) -> dict[str, Any]:
             ],
             "possiblePaths": [],
             "possibleUrls": [],
-            "hasWriteFileRedirection": ">" in command,
+            "hasWriteFileRedirection": writes_files(command),
             "canOfferSessionApproval": True,
         }
     if prompt.kind == "custom-tool":

@@ -104,8 +104,12 @@ def build_system_prompt(
     model: str,
     today: date | None = None,
     platform_name: str | None = None,
+    sandbox: str | None = None,
 ) -> str:
-    """The system prompt for ``mode`` ("interactive", "autopilot" or "plan")."""
+    """The system prompt for ``mode`` ("interactive", "autopilot" or "plan").
+
+    ``sandbox`` is the section saying what shell commands may not do, if any.
+    """
     cwd = cwd.absolute()
     tools = set(tool_names)
     head = git_head(cwd)
@@ -113,6 +117,7 @@ def build_system_prompt(
         _INTRO,
         _environment(cwd, head, model, today or date.today(), platform_name or _platform()),
         _tools_section(tool_names),
+        sandbox if sandbox and "bash" in tools else "",
         _mode_section(mode, tools),
         _practices(tools),
         _project_instructions(cwd, head.root if head else None),

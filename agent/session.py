@@ -2,8 +2,14 @@
 
 Every event goes through :meth:`Session.emit`: it is folded into the session's own
 state and history, appended to ``events.jsonl`` when persisted, and handed to the
-subscribers. Resume reads the log back through the same fold, so live and resumed
-sessions cannot drift apart.
+subscribers once the batch that holds it is written, so that no subscriber (the UI,
+the headless printer, an SDK client) ever sees an event a crash could still lose.
+Resume reads the log back through the same fold, so live and resumed sessions
+cannot drift apart.
+
+A failed write of the log (a full disk) stops the running loop at once: it ends
+with ``session.error`` (``storage``) and ``session.idle``, which are shown but can no
+longer be written, and every later send fails the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from agent.events import (
     Event,
     EventData,
     Mode,
+    SessionErrorData,
     SessionIdleData,
     SessionModeChangedData,
     SessionModelChangeData,
@@ -54,7 +61,10 @@ from agent.permission_gate import PermissionGate
 from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
 from agent.prompt import build_system_prompt, git_branch
-from agent.store import SessionStore, SessionWriter, read_events
+from agent.sandbox.policy import Sandbox
+from agent.secrets import EnvFilter, SecretMasker
+from agent.session_lock import SessionLock
+from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 from agent.usage import UsageLedger
@@ -85,6 +95,8 @@ class Session:
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
     ) -> None:
         self.id = session_id
         self.model = model
@@ -95,8 +107,11 @@ class Session:
         self._mode: Mode = mode
         self._max_continues = max_autopilot_continues
         self._writer: SessionWriter | None = None
+        self._lock: SessionLock | None = None  # one writer per session (agent.session_lock)
         self._subscribers: list[Subscriber] = []
         self._last_persisted_id: str | None = None
+        # Set when the log can no longer be written: the loop stops, sends fail.
+        self._storage_error: SessionErrorData | None = None
         self._model_calls = 0
         self._turns = 0
         self._tool_calls = 0
@@ -123,6 +138,14 @@ class Session:
         self.permission_level = PermissionLevelChoice(self)
         # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
         self.hooks = LoopHooks()
+        # None: shell commands run unconfined (a library user that did not ask for one).
+        self.sandbox = sandbox
+        if sandbox is not None:
+            sandbox.cwd = self.cwd
+        self.env_filter = env_filter or EnvFilter()
+        # Tool output passes through here before it becomes an event: nothing that
+        # reads events (log, screen, -p, exports, the model) sees these values.
+        self.secrets = SecretMasker.from_env(os.environ, self.env_filter)
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
@@ -142,6 +165,8 @@ class Session:
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
         session_id: str | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
     ) -> Session:
         """A new session (and log). ``session_id`` lets a client choose the id."""
         session = cls(
@@ -154,10 +179,19 @@ class Session:
             extra_dirs=extra_dirs,
             registry_factory=registry_factory,
             policy=policy,
+            sandbox=sandbox,
+            env_filter=env_filter,
         )
         session._created_here = True
         if store is not None:
-            session._writer = await store.open_writer(session.id)
+            session._lock = SessionLock.acquire(
+                store.session_dir(session.id), session.id, create=True
+            )
+            try:
+                session._attach(await store.open_writer(session.id))
+            except BaseException:
+                session._lock.release()
+                raise
         session.emit(
             SessionStartData(
                 session_id=session.id,
@@ -167,6 +201,8 @@ class Session:
                 context=session._context(),
             )
         )
+        await session._check_written()
+        session._sandbox_notice()
         session._save_meta()
         return session
 
@@ -182,8 +218,49 @@ class Session:
         extra_dirs: list[Path] | None = None,
         registry_factory: Callable[[Mode], ToolRegistry] | None = None,
         policy: PermissionPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
     ) -> Session:
-        """Rebuild a session from its log and continue it in the same file and mode."""
+        """Rebuild a session from its log and continue it in the same file and mode.
+
+        Raises :class:`~agent.session_lock.SessionInUse` when another process writes it.
+        """
+        # Locked before reading: the log read must be the one this process appends to.
+        lock = SessionLock.acquire(store.session_dir(session_id), session_id)
+        try:
+            return await cls._resume_locked(
+                lock,
+                store=store,
+                session_id=session_id,
+                model=model,
+                cwd=cwd,
+                max_autopilot_continues=max_autopilot_continues,
+                extra_dirs=extra_dirs,
+                registry_factory=registry_factory,
+                policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
+            )
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    async def _resume_locked(
+        cls,
+        lock: SessionLock,
+        *,
+        store: SessionStore,
+        session_id: str,
+        model: ModelClient,
+        cwd: Path | None,
+        max_autopilot_continues: int,
+        extra_dirs: list[Path] | None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None,
+        policy: PermissionPolicy | None,
+        sandbox: Sandbox | None,
+        env_filter: EnvFilter | None,
+    ) -> Session:
         read = read_events(store.events_path(session_id))
         meta = store.read_meta(session_id)
         recorded = meta.get("cwd")
@@ -202,9 +279,12 @@ class Session:
             extra_dirs=extra_dirs,
             registry_factory=registry_factory,
             policy=policy,
+            sandbox=sandbox,
+            env_filter=env_filter,
         )
         started = meta.get("startedAt")
         session._started_at = started if isinstance(started, str) and started else now_iso()
+        session._lock = lock
         session._backlog = list(read.events)
         for event in read.events:
             session._fold(event)
@@ -212,9 +292,10 @@ class Session:
             # damaged id would make every line written after it unparseable.
             if not event.ephemeral and is_event_id(event.id):
                 session._last_persisted_id = event.id
-        session._writer = await store.open_writer(session_id)
+        writer = await store.open_writer(session_id)
+        session._attach(writer)
         for problem in read.problems:
-            where = session._writer.torn_tail_moved_to
+            where = writer.torn_tail_moved_to
             kept = (
                 f"; its bytes were kept in {where.name}"
                 if where and problem.reason.startswith("torn")
@@ -235,8 +316,39 @@ class Session:
                 context=session._context(),
             )
         )
+        await session._check_written()
+        session._sandbox_notice()
         session._save_meta()
         return session
+
+    def _sandbox_notice(self) -> None:
+        """Once per run: the sandbox was asked for and this kernel cannot provide it."""
+        notice = self.sandbox.notice() if self.sandbox is not None else None
+        if notice is not None:
+            self.emit(SessionWarningData(warning_type="sandbox_unavailable", message=notice))
+
+    def _attach(self, writer: SessionWriter) -> None:
+        writer.deliver = self._deliver
+        writer.on_failure = self._on_write_failure
+        self._writer = writer
+
+    async def _check_written(self) -> None:
+        """Start-up: wait for the first events to be written, so that a full or
+        unwritable disk is one clear error (:class:`LogWriteError`), not a run that
+        loses its log."""
+        if self._writer is None:
+            return
+        await self._writer.drain()
+        if self._writer.error is not None:
+            error = self._writer.error
+            await self._writer.close()
+            self._writer = None
+            if self._created_here and self.store is not None:
+                shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+            raise error
 
     def _close_dangling(self) -> None:
         """A crash can leave tool calls and a turn open: close them as interrupted."""
@@ -255,24 +367,51 @@ class Session:
     # --- the event stream ----------------------------------------------------
 
     def emit(self, data: EventData) -> Event:
+        data = self.secrets.event_data(data)
         event = Event.new(data, self._last_persisted_id)
         self._fold(event)
-        if self._backlog is not None and not event.ephemeral:
-            self._backlog.append(event)
         if not event.ephemeral:
             # Ephemeral events hang off the chain; they are never on disk to point at.
             self._last_persisted_id = event.id
-            if self._writer is not None:
-                self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
-        for subscriber in list(self._subscribers):
-            try:
-                subscriber(event)
-            except Exception:  # one broken renderer must not stop the loop
-                log.exception("event subscriber failed")
+        if self._writer is not None:
+            # Subscribers get it from the writer, once its batch is written.
+            self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
+        else:
+            self._deliver([event])
         if isinstance(data, AssistantUsageData):
             # Usage is ephemeral: what replay, export and resume read is this record.
             self.emit(self.usage.checkpoint())
         return event
+
+    def _deliver(self, events: list[Event]) -> None:
+        """Hand written events (and the ephemeral ones between them) to subscribers."""
+        for event in events:
+            if self._backlog is not None and not event.ephemeral:
+                self._backlog.append(event)
+            for subscriber in list(self._subscribers):
+                try:
+                    subscriber(event)
+                except Exception:  # one broken renderer must not stop the loop
+                    log.exception("event subscriber failed")
+
+    def _on_write_failure(self, error: LogWriteError) -> None:
+        """The log cannot be written: stop the running loop now (it ends with this
+        error, see :attr:`halted`); later sends fail with it at once."""
+        if self._storage_error is None:
+            self._storage_error = SessionErrorData(error_type="storage", message=str(error))
+        if self._current is not None and not self._current.done():
+            self._current.cancel()
+
+    @property
+    def halted(self) -> SessionErrorData | None:
+        """Why the session stopped the loop itself (the log cannot be written)."""
+        return self._storage_error
+
+    async def persist(self) -> None:
+        """Make every event so far durable (written and fsynced); see
+        :meth:`agent.loop.TurnLoop._authorized_run`. Raises :class:`LogWriteError`."""
+        if self._writer is not None:
+            await self._writer.sync()
 
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
@@ -368,7 +507,11 @@ class Session:
 
     def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:
         return ToolContext(
-            cwd=self.cwd, extra_dirs=list(self.extra_dirs), report_progress=report_progress
+            cwd=self.cwd,
+            extra_dirs=list(self.extra_dirs),
+            report_progress=report_progress,
+            sandbox=self.sandbox.confinement(self._mode) if self.sandbox else None,
+            env_filter=self.env_filter,
         )
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
@@ -382,6 +525,7 @@ class Session:
                 mode=self._mode,
                 tool_names=self.tools().names(),
                 model=self.model.name,
+                sandbox=self.sandbox.prompt_section(self._mode) if self.sandbox else None,
             )
         return prompt
 
@@ -454,12 +598,21 @@ class Session:
                 self.emit(AbortData(reason="user_initiated"))
                 await self._finish(LoopOutcome(aborted=True), future)
                 continue
+            if self._storage_error is not None:
+                # Nothing more can be recorded: no model call, no tool, no change.
+                self.emit(self._storage_error)
+                await self._finish(LoopOutcome(error=self._storage_error), future)
+                continue
             self._current = asyncio.create_task(TurnLoop(self).run(item.text, item.message_id))
             try:
                 outcome = await self._current
             except asyncio.CancelledError:
-                # Cancelled before the loop could catch it (an abort right at the
-                # start), or the runner itself is being torn down.
+                # Cancelled before the loop could catch it (an abort or a failed
+                # write right at the start), or the runner itself is being torn down.
+                if self._storage_error is not None and not self._abort_requested:
+                    self.emit(self._storage_error)
+                    await self._finish(LoopOutcome(error=self._storage_error), future)
+                    continue
                 outcome = LoopOutcome(aborted=True)
                 self.emit(AbortData(reason="user_initiated"))
                 if not self._abort_requested:
@@ -489,12 +642,19 @@ class Session:
         if self._runner is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
-        if self._writer is not None:
-            await self._writer.close()
-            self._writer = None
-        if self.store is not None and self._created_here and not self._first_prompt:
-            # Opened and left without a word: nothing worth keeping or listing.
-            shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
+        try:
+            if self._writer is not None:
+                await self._writer.close()
+                self._writer = None
+            if self.sandbox is not None:
+                self.sandbox.close()
+            if self.store is not None and self._created_here and not self._first_prompt:
+                # Opened and left without a word: nothing worth keeping or listing.
+                shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
+        finally:
+            if self._lock is not None:
+                self._lock.release()  # last: the folder is left as this writer meant it
+                self._lock = None
 
     # --- bookkeeping ---------------------------------------------------------
 

@@ -6,11 +6,13 @@ status bar; the prompt's messages go to the session. Widgets draw themselves.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -26,6 +28,7 @@ from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
+from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     # The session (and the loop and tools it brings) is imported by the opener, after
@@ -49,6 +52,7 @@ STATUS_EVENTS = frozenset(
 
 IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
 BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
+TIMELINE_HINT = "↑↓ or j/k move between cards · Enter opens one · Tab back to the prompt"
 
 
 class StartupError(Exception):
@@ -84,6 +88,9 @@ class LoopdeckApp(App[int]):
         self._prefill = prefill
         self.session: Session | None = None
         self.timeline = Timeline(nudge_cap=nudge_cap, deferred=True, id="timeline")
+        # Here focus moves between the timeline and the prompt: show where it is (a
+        # replay's timeline always has it).
+        self.timeline.add_class("-show-focus")
         self.prompt = PromptInput(id="prompt")
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
@@ -125,14 +132,19 @@ class LoopdeckApp(App[int]):
                 self.prompt.text = "\n\n".join(self._sent_before_open)
             self._sent_before_open.clear()
             return
+        self._show(session)
+
+    def _show(self, session: Session) -> None:
+        """Make ``session`` the app's: its log in the timeline, its events from now on."""
         self.session = session
+        self._startup_error = None
         if self.status.nudge_cap is None:  # no cap given: the session's default
             self.status.nudge_cap = self.timeline.nudge_cap = session.max_autopilot_continues
         session.permissions.asker = self._ask_permission
         session.permission_level.enable()  # here somebody can choose it
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
-            self.timeline.mount(Static(_welcome(session), classes="welcome"))
+            self.timeline.welcome(Static(_welcome(session), classes="welcome"))
         self.timeline.load(backlog)
         session.subscribe(self._on_event)
         self.status.note = ""
@@ -179,6 +191,8 @@ class LoopdeckApp(App[int]):
         if session is None:
             return
         busy = session.busy and not self._idle_now()
+        if session.sandbox is not None:
+            self.status.sandbox = session.sandbox.label(session.mode)
         self.status.show(
             self.timeline.transcript,
             model=session.model.name,
@@ -187,11 +201,23 @@ class LoopdeckApp(App[int]):
             busy=busy,
             queued=session.queued,
         )
-        hint = BUSY_HINT if busy else IDLE_HINT
+        self._update_hint()
+
+    def _update_hint(self) -> None:
+        if self.timeline.walks(self.focused):
+            hint = TIMELINE_HINT  # the keys that work there, and the way out
+        else:
+            hint = BUSY_HINT if self.status.busy else IDLE_HINT
         if hint != self._hint_text:
             # Static.update asks for a layout of the whole screen: only when it changes.
             self._hint_text = hint
             self.hint.update(hint)
+
+    def on_descendant_focus(self, _: events.DescendantFocus) -> None:
+        self._update_hint()
+
+    def on_descendant_blur(self, _: events.DescendantBlur) -> None:
+        self._update_hint()
 
     def _idle_now(self) -> bool:
         # The idle event arrives just before the session's runner task ends.
@@ -276,24 +302,31 @@ class LoopdeckApp(App[int]):
             return
         cwd = self.session.cwd if self.session is not None else Path.cwd()
         resume = self._switch_session if self._resumer is not None else None
-        self.push_screen(SessionBrowser(self._store, cwd, resume))
+        current = self.session.id if self.session is not None else None
+        self.push_screen(SessionBrowser(self._store, cwd, resume, current))
 
-    def _switch_session(self, session_id: str) -> None:
+    async def _switch_session(self, session_id: str) -> str | None:
+        """Resume ``session_id`` in place of the current session. Returns why it could
+        not be opened (another process writes it…); the current session then stays."""
         if self.session is not None and self.session.id == session_id:
-            return
-        self.run_worker(self._reopen(session_id), name="switch-session", exclusive=True)
-
-    async def _reopen(self, session_id: str) -> None:
+            return None
         assert self._resumer is not None
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
+        try:
+            session = await self._resumer(session_id)
+        except StartupError as exc:
+            return str(exc)
+        try:
+            old, self.session = self.session, None
+            if old is not None:
+                # Shielded: a switch cancelled now (Esc, another choice) still lets go.
+                await asyncio.shield(old.close())
+        except BaseException:
+            await asyncio.shield(session.close())  # never shown: release its lock
+            raise
         self.timeline.reset()
-        self.status.note = "opening…"
-        resumer = self._resumer
-        self._opener = lambda: resumer(session_id)
         self._initial_prompt = None
-        await self._start()
+        self._show(session)
+        return None
 
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()
@@ -325,13 +358,15 @@ class LoopdeckApp(App[int]):
         )
 
 
-def _welcome(session: Session) -> str:
+def _welcome(session: Session) -> WelcomeText:
     home = str(Path.home())
     cwd = str(session.cwd)
     where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
-    return (
-        f"loopdeck · {session.model.name} · {where}\n"
-        "Ask about this code, or give the agent a task. It reads, searches, edits and runs\n"
-        "commands here, asking before it changes anything. Shift+Tab switches to autopilot\n"
-        "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command."
+    return WelcomeText(
+        f"loopdeck · {session.model.name} · {where}",
+        [
+            "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
+            "commands here, asking before it changes anything. Shift+Tab switches to autopilot",
+            "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command.",
+        ],
     )

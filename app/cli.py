@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-all-tools", action="store_true", help="never ask (deny rules apply)"
     )
     perms.add_argument(
-        "--yolo", action="store_true", help="--allow-all-tools, and paths outside the workspace"
+        "--yolo",
+        action="store_true",
+        help="--allow-all-tools, paths outside the workspace, and --sandbox off",
     )
     perms.add_argument(
         "--add-dir",
@@ -109,9 +111,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-system-prompt", action="store_true", help="print the system prompt and exit"
     )
     parser.add_argument("--version", action="version", version=f"loopdeck {__version__}")
+    _add_sandbox_flags(parser)
     _add_connection_flags(parser)
     _add_runtime_flags(parser)
     return parser
+
+
+def _add_sandbox_flags(parser: argparse.ArgumentParser) -> None:
+    """The OS sandbox around shell commands (config.toml: sandbox, sandbox_network)."""
+    group = parser.add_argument_group("sandbox")
+    group.add_argument(
+        "--sandbox",
+        choices=("read-only", "workspace-write", "off"),
+        default=None,
+        help="what shell commands may write: nothing, the workspace and --add-dir "
+        "directories (default), or anything (off; also what --yolo means)",
+    )
+    group.add_argument(
+        "--sandbox-network",
+        choices=("on", "off"),
+        default=None,
+        help="let sandboxed commands open TCP connections (default: on in interactive "
+        "mode, off in autopilot)",
+    )
 
 
 def _add_connection_flags(parser: argparse.ArgumentParser) -> None:

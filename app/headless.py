@@ -185,7 +185,17 @@ def show_system_prompt(args: argparse.Namespace, cwd: Path) -> int:
     except SetupError as exc:
         sys.stderr.write(f"loopdeck: {exc}\n")
         return EXIT_USAGE
+    from app.sandbox_setup import SandboxSetupError, sandbox_setup
+
     mode = "autopilot" if args.autopilot else "interactive"
     tools = default_tools(autopilot=args.autopilot).names()
-    sys.stdout.write(build_system_prompt(cwd=cwd, mode=mode, tool_names=tools, model=model) + "\n")
+    try:
+        sandbox, _ = sandbox_setup(args)
+    except SandboxSetupError as exc:
+        sys.stderr.write(f"loopdeck: {exc}\n")
+        return EXIT_USAGE
+    sandbox.cwd = cwd
+    section = sandbox.prompt_section(mode)
+    prompt = build_system_prompt(cwd=cwd, mode=mode, tool_names=tools, model=model, sandbox=section)
+    sys.stdout.write(prompt + "\n")
     return EXIT_OK

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,7 +17,8 @@ from agent.models.select import ConfigError, choose_model, read_config, user_con
 from agent.models.settings import ProviderSettings
 from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
-from agent.store import SessionStore, loopdeck_home
+from agent.session_lock import SessionInUse
+from agent.store import LogWriteError, SessionStore, loopdeck_home
 
 _T = TypeVar("_T")
 
@@ -107,9 +110,14 @@ async def open_session(
     """Create or resume the session the flags describe. Raises SetupError."""
     from agent.models.scripted import ScriptError
     from agent.store import SessionNotFound
+    from app.sandbox_setup import SandboxSetupError, sandbox_setup
 
     store = SessionStore(loopdeck_home())
     policy, extra_dirs = permission_setup(args)
+    try:
+        sandbox, env_filter = sandbox_setup(args)
+    except SandboxSetupError as exc:
+        raise SetupError(str(exc)) from exc
     cap = args.max_autopilot_continues
     cap = DEFAULT_MAX_CONTINUES if cap is None else cap
     try:
@@ -129,28 +137,44 @@ async def open_session(
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
     if resume_id is not None:
-        session = await Session.resume(
-            store=store,
-            session_id=resume_id,
-            model=model,
-            cwd=cwd if args.cwd else None,
-            max_autopilot_continues=cap,
-            policy=policy,
-            extra_dirs=extra_dirs,
-        )
+        with _open_errors_as_setup_error():
+            session = await Session.resume(
+                store=store,
+                session_id=resume_id,
+                model=model,
+                cwd=cwd if args.cwd else None,
+                max_autopilot_continues=cap,
+                policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
+                extra_dirs=extra_dirs,
+            )
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode("autopilot" if args.autopilot else "interactive")
         return session
     mode: Mode = "autopilot" if args.autopilot else "interactive"
-    return await Session.create(
-        model=model,
-        cwd=cwd,
-        mode=mode,
-        store=store,
-        max_autopilot_continues=cap,
-        policy=policy,
-        extra_dirs=extra_dirs,
-    )
+    with _open_errors_as_setup_error():
+        return await Session.create(
+            model=model,
+            cwd=cwd,
+            mode=mode,
+            store=store,
+            max_autopilot_continues=cap,
+            policy=policy,
+            extra_dirs=extra_dirs,
+            sandbox=sandbox,
+            env_filter=env_filter,
+        )
+
+
+@contextlib.contextmanager
+def _open_errors_as_setup_error() -> Iterator[None]:
+    """A log that cannot be written at start-up (a full disk), or a session another
+    process writes, is one line."""
+    try:
+        yield
+    except (LogWriteError, SessionInUse) as exc:
+        raise SetupError(str(exc)) from exc
 
 
 def permission_setup(args: argparse.Namespace) -> tuple[PermissionPolicy, list[Path]]:

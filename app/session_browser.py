@@ -3,7 +3,7 @@ replay, delete."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -14,11 +14,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
+from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary
-from app.sessions_table import sessions_for, usage_cells
+from app.sessions_table import outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
 
-Resume = Callable[[str], None]
+# Opens the session by its id; returns why it could not (the browser then stays open).
+Resume = Callable[[str], Awaitable[str | None]]
 
 
 class ConfirmDelete(ModalScreen[bool]):
@@ -51,8 +53,15 @@ class SessionBrowser(Screen[None]):
         Binding("escape", "leave", "Back"),
     ]
 
-    def __init__(self, store: SessionStore, cwd: Path, on_resume: Resume | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        cwd: Path,
+        on_resume: Resume | None = None,
+        current: str | None = None,  # the id of the session open in the app
+    ) -> None:
         super().__init__()
+        self.current = current
         self.store = store
         self.cwd = cwd
         self.on_resume = on_resume
@@ -95,7 +104,7 @@ class SessionBrowser(Screen[None]):
                 s.mode,
                 str(s.turns),
                 str(s.tool_calls),
-                s.outcome,
+                outcome_cell(s),
                 duration(s.duration),
                 "{}/{}".format(*usage_cells(s)[:2]),  # in/out: the table is narrow
                 usage_cells(s)[2],
@@ -131,8 +140,16 @@ class SessionBrowser(Screen[None]):
         if self.on_resume is None:
             self.notify("Resume from the terminal: loopdeck --resume " + summary.id[:8])
             return
-        self.app.pop_screen()
-        self.on_resume(summary.id)
+        self.run_worker(self._resume(summary.id), name="resume", exclusive=True)
+
+    async def _resume(self, session_id: str) -> None:
+        assert self.on_resume is not None
+        problem = await self.on_resume(session_id)
+        if problem is not None:
+            self.notify(problem, title="Not resumed", severity="error", timeout=10, markup=False)
+            return
+        if self.app.screen is self:
+            self.app.pop_screen()
 
     def action_replay(self) -> None:
         from app.viewer import ReplayScreen
@@ -146,9 +163,22 @@ class SessionBrowser(Screen[None]):
         if summary is None:
             return
 
+        if summary.id == self.current:
+            self.notify(
+                f"Session {summary.id[:8]} is open here: switch to another one first.",
+                title="Not deleted",
+                severity="error",
+            )
+            return
+
         def done(confirmed: bool | None) -> None:
-            if confirmed:
-                self.store.delete(summary.id)
+            if not confirmed:
+                return
+            try:
+                delete_session(self.store, summary.id)
+            except SessionInUse as exc:
+                self.notify(str(exc), title="Not deleted", severity="error", markup=False)
+                return
                 self.notify(f"Deleted session {summary.id[:8]}.")
                 self.reload(self.query_one(Input).value)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
 
 from agent.replay import copilot_home
+from agent.session_lock import in_use_by
 from agent.store import SessionStore, SessionSummary, loopdeck_home
 from widgets.format import cost, duration, tokens
 
@@ -74,11 +76,22 @@ def _row(s: SessionSummary) -> tuple[str, ...]:
         s.mode,
         str(s.turns),
         str(s.tool_calls),
-        s.outcome,
+        outcome_cell(s),
         duration(s.duration),
         *usage_cells(s),
         prompt,
     )
+
+
+def outcome_cell(s: SessionSummary) -> str:
+    """The outcome, and whether a live process has the session open (read from its
+    lock file's details; a listing never takes the lock)."""
+    holder = in_use_by(s.path.parent)
+    if holder is None:
+        return s.outcome
+    if holder.pid == os.getpid():
+        return f"{s.outcome} (open here)"
+    return f"{s.outcome} (in use, pid {holder.pid})"
 
 
 def usage_cells(s: SessionSummary) -> tuple[str, str, str]:

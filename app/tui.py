@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,11 +17,37 @@ DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
 
 
 def run_tui(args: argparse.Namespace, cwd: Path) -> int:
-    from app.app import LoopdeckApp, StartupError
+    from app.app import LoopdeckApp
 
     demo = (args.model or "") == "scripted:demo"
     if demo and not args.resume and not args.continue_:
         args.autopilot = True  # the demo's story includes a nudge and task_complete
+
+    opener, resumer = make_openers(args, cwd)
+    prompt = " ".join(args.prompt_words) or None
+    store = SessionStore(loopdeck_home())
+    app = LoopdeckApp(
+        opener,
+        initial_prompt=prompt,
+        prefill=DEMO_PROMPT if demo and prompt is None else None,
+        nudge_cap=args.max_autopilot_continues,  # None: the session's own, once open
+        resumer=resumer,
+        store=store,
+    )
+    code = app.run() or 0
+    # The terminal is restored by now: this line stays on screen after the app.
+    hint = resume_hint(app.session, store)
+    if hint:
+        sys.stderr.write(hint + "\n")
+    return code
+
+
+def make_openers(
+    args: argparse.Namespace, cwd: Path
+) -> tuple[Callable[[], Awaitable[Session]], Callable[[str], Awaitable[Session]]]:
+    """How the app opens the session the flags describe, and resumes another by id
+    (from the session browser). Both raise StartupError with the reason."""
+    from app.app import StartupError
 
     async def opener() -> Session:
         # The model, the loop and its tools load here, after the first frame.
@@ -42,22 +69,7 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
         except SetupError as exc:
             raise StartupError(str(exc)) from exc
 
-    prompt = " ".join(args.prompt_words) or None
-    store = SessionStore(loopdeck_home())
-    app = LoopdeckApp(
-        opener,
-        initial_prompt=prompt,
-        prefill=DEMO_PROMPT if demo and prompt is None else None,
-        nudge_cap=args.max_autopilot_continues,  # None: the session's own, once open
-        resumer=resumer,
-        store=store,
-    )
-    code = app.run() or 0
-    # The terminal is restored by now: this line stays on screen after the app.
-    hint = resume_hint(app.session, store)
-    if hint:
-        sys.stderr.write(hint + "\n")
-    return code
+    return opener, resumer
 
 
 def resume_hint(session: Session | None, store: SessionStore) -> str | None:

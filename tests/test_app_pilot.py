@@ -28,6 +28,7 @@ from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 from app.app import LoopdeckApp, StartupError
 from tests.scripting import FakeRecorder, scripted
+from tests.snapshot_support import _animating
 from widgets.message_blocks import (
     AbortView,
     ErrorView,
@@ -102,6 +103,21 @@ class Harness:
 
     def idles(self) -> int:
         return len(self.recorder.of("session.idle"))
+
+
+class FakeMonotonic:
+    """Stands in for the ``time`` module where only ``monotonic()`` is read."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+async def settled(pilot: Pilot[Any]) -> None:
+    """Wait until no turn streams, flushes or renders any more (its last render done)."""
+    await wait_for(pilot, lambda: not _animating(pilot.app), "the final render")  # type: ignore[arg-type]
 
 
 async def wait_for(pilot: Pilot[Any], check: Callable[[], bool], what: str) -> None:
@@ -312,7 +328,7 @@ async def test_reply_text_survives_a_turn_ending_before_its_first_flush(
         assert turn.block.text == "Looking around." and turn.block.status == "running"
         gate.opened.set()
         await wait_idle(pilot, h)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert "Looking around." in text_of(turn)
         assert "Done." in text_of(list(h.app.query(TurnView))[1])
 
@@ -536,7 +552,10 @@ async def test_message_sent_while_busy_is_queued_then_sent(workspace: Path) -> N
 # --- 8. Ctrl+C twice quits ----------------------------------------------------------------
 
 
-async def test_ctrl_c_once_warns_twice_quits(workspace: Path) -> None:
+async def test_ctrl_c_once_warns_twice_quits(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app_module, "time", FakeMonotonic())  # the presses are "quick"
     h = Harness([{"text": "x"}], workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
@@ -554,16 +573,20 @@ async def test_ctrl_c_once_warns_twice_quits(workspace: Path) -> None:
 async def test_ctrl_c_presses_far_apart_do_not_quit(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(app_module, "QUIT_WINDOW", 0.3)
+    # The app's clock, moved by the test: "far apart" and "quick" do not depend on how
+    # fast a loaded machine delivers the key presses.
+    clock = FakeMonotonic()
+    monkeypatch.setattr(app_module, "time", clock)
     h = Harness([{"text": "x"}], workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
         await pilot.press("ctrl+c")
-        await pilot.pause(0.4)
+        clock.now += app_module.QUIT_WINDOW + 0.1
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert h.app.is_running and h.app.return_value is None
         # The second press armed the window again: a quick third one quits.
+        clock.now += app_module.QUIT_WINDOW - 0.1
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert h.app.return_value == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,9 +19,10 @@ from agent.events import (
     UserMessageData,
 )
 from agent.loop import NUDGE
+from agent.models.base import RetryPolicy, StreamItem
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
-from tests.scripting import new_session, scripted
+from tests.scripting import FakeCountingModel, new_session, scripted
 
 GREP = {"name": "grep", "arguments": {"pattern": "def main"}}
 
@@ -179,12 +181,51 @@ async def test_nudges_are_capped(tmp_path: Path, cap: int) -> None:
     assert rec.types()[-1] == "session.idle"
 
 
+async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait for a state of the session (polled: the interval only bounds the latency)."""
+
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.005)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+class FakeHeldModel:
+    """A scripted model whose reply waits, once it has begun, until the test lets it go:
+    "mid run" is a state the test reaches, not a moment it guesses."""
+
+    def __init__(self, inner: FakeCountingModel) -> None:
+        self.inner = inner
+        self.release = asyncio.Event()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return self.inner.retry_policy
+
+    @property
+    def calls(self) -> int:
+        return self.inner.calls
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, call_index: int
+    ) -> AsyncIterator[StreamItem]:
+        async for item in self.inner.stream(messages, tools, call_index=call_index):
+            await self.release.wait()
+            yield item
+
+
 async def test_switching_to_interactive_mid_run_stops_nudging(tmp_path: Path) -> None:
-    model = scripted([{"text": "planning", "delay_ms": 50}], when_exhausted="repeat_last")
+    model = FakeHeldModel(scripted([{"text": "planning"}], when_exhausted="repeat_last"))
     session, rec = await new_session(model, tmp_path, mode="autopilot")
     future = session.send("go")
-    await asyncio.sleep(0.02)
+    await until(lambda: model.calls == 1)  # the first turn is running
     session.set_mode("interactive")
+    model.release.set()
     outcome = await asyncio.wait_for(future, 5)
     assert outcome.nudges == 0 and model.calls == 1
     assert rec.of("session.mode_changed")[0].data.new_mode == "interactive"  # type: ignore[union-attr]
@@ -237,7 +278,9 @@ async def test_abort_during_model_call_is_prompt(tmp_path: Path) -> None:
     model = scripted([{"text": "a long and slow answer " * 20, "delay_ms": 10_000}])
     session, rec = await new_session(model, tmp_path)
     future = session.send("hi")
-    await asyncio.sleep(0.3)
+    # Abort once the reply has begun (what streamed is kept, checked below).
+    streamed = lambda: "".join(e.data.delta_content for e in rec.of("assistant.message_delta"))  # type: ignore[union-attr]  # noqa: E731
+    await until(lambda: streamed().startswith("a long"))
     started = time.monotonic()
     session.abort()
     outcome = await asyncio.wait_for(future, 2)
@@ -264,8 +307,10 @@ class FakeSlowTool(Tool):
     description: ClassVar[str] = "sleeps"
     Args = FakeSlowArgs
     cancelled: ClassVar[bool] = False
+    running: ClassVar[bool] = False
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        FakeSlowTool.running = True
         try:
             await asyncio.sleep(args.seconds)
         except asyncio.CancelledError:
@@ -288,8 +333,9 @@ async def test_abort_during_tool_cancels_it_and_keeps_history_whole(tmp_path: Pa
         ]
     )
     session, rec = await new_session(model, tmp_path, registry_factory=with_slow_tool)
+    FakeSlowTool.running = False
     future = session.send("hi")
-    await asyncio.sleep(0.2)
+    await until(lambda: FakeSlowTool.running)
     session.abort()
     outcome = await asyncio.wait_for(future, 2)
     assert outcome.aborted and FakeSlowTool.cancelled

@@ -16,8 +16,8 @@ from agent.permissions import (
     Rule,
     RuleError,
     command_identifiers,
-    command_words,
 )
+from agent.shell_commands import parse_line
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry
 from tests.scripting import new_session, scripted
@@ -47,7 +47,7 @@ def test_bad_rules_are_refused_with_a_message(text: str) -> None:
 
 def test_command_words_split_every_way_commands_are_chained() -> None:
     line = "FOO=1 sudo -E rm -rf x && ls | grep a; echo $(whoami) `id` || (cd /; make)"
-    assert [w[0] for w in command_words(line)] == [
+    assert [c.name for c in parse_line(line).commands] == [
         "rm",
         "ls",
         "grep",
@@ -331,7 +331,7 @@ async def test_the_part_no_rule_allows_is_named_when_nobody_can_be_asked(
 def test_shell_parts_give_each_simple_command_its_verdict() -> None:
     policy = PermissionPolicy.from_flags(["shell(git:*)"], ["shell(git push)"])
     parts = policy.shell_parts("bash", "git add . && git push && make")
-    assert [(text, verdict) for text, verdict, _ in parts] == [
+    assert [(part.text, part.verdict) for part in parts] == [
         ("git add .", "allow"),
         ("git push", "deny"),
         ("make", "ask"),

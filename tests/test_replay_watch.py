@@ -329,7 +329,7 @@ async def test_speeding_up_to_instant_while_playing_jumps_to_the_end() -> None:
 # the first ``cut`` bytes of the next line, says "torn" and hangs until killed.
 WRITER = r"""
 import sys, time
-log, source, start, stop, cut, prefix = sys.argv[1:7]
+log, source, start, stop, cut, prefix, step = sys.argv[1:8]
 start, stop, cut = int(start), int(stop), int(cut)
 lines = open(source, encoding="utf-8").read().splitlines(keepends=True)
 with open(log, "a", encoding="utf-8") as fh:
@@ -337,7 +337,10 @@ with open(log, "a", encoding="utf-8") as fh:
     for line in lines[start:stop]:
         fh.write(line)
         fh.flush()
-        time.sleep(0.05)
+        if step == "1":
+            sys.stdin.readline()  # the reader has seen this line: on to the next
+        else:
+            time.sleep(0.05)
     if cut:
         fh.write(lines[stop][:cut])
         fh.flush()
@@ -348,8 +351,10 @@ print("done", flush=True)
 
 
 async def start_writer(
-    log: Path, start: int, stop: int, *, cut: int = 0, prefix: str = ""
+    log: Path, start: int, stop: int, *, cut: int = 0, prefix: str = "", step: bool = False
 ) -> asyncio.subprocess.Process:
+    """A process appending the fixture's lines ``start:stop``; with ``step``, one line
+    each time the test writes a newline to its stdin (after the first)."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -360,6 +365,8 @@ async def start_writer(
         str(stop),
         str(cut),
         prefix,
+        "1" if step else "0",
+        stdin=asyncio.subprocess.PIPE if step else None,
         stdout=asyncio.subprocess.PIPE,
     )
 
@@ -381,13 +388,17 @@ async def test_watch_follows_a_writer_process_through_its_crash(tmp_path: Path) 
             await pilot.pause()
             t = lambda: screen.timeline.transcript  # noqa: E731 (the watch may swap it)
             assert t().events == 2 and count(screen, UserMessageView) == 1
-            # A writer appends events 2..20, then dies in the middle of event 21.
-            writer = await start_writer(log, 2, 21, cut=60)
+            # A writer appends events 2..20, then dies in the middle of event 21. It
+            # writes one line at a time, each once the timeline has shown the one before.
+            writer = await start_writer(log, 2, 21, cut=60, step=True)
             writers.append(writer)
+            assert writer.stdin is not None
             seen = set()
-            while writer.returncode is None and t().events < 21:
+            for shown in range(3, 22):
+                await wait_until(pilot, lambda n=shown: t().events >= n, what=f"event {shown}")  # type: ignore[misc]
                 seen.add(t().events)
-                await pilot.pause(0.05)
+                writer.stdin.write(b"\n")
+                await writer.stdin.drain()
             assert len(seen - {2}) >= 2, f"the timeline did not grow gradually: {seen}"
             assert await said(writer) == "torn"
             await wait_until(pilot, lambda: t().events == 21, what="the whole events")
@@ -408,8 +419,13 @@ async def test_watch_follows_a_writer_process_through_its_crash(tmp_path: Path) 
             writer = await start_writer(log, 21, len(lines), prefix="NL")
             writers.append(writer)
             assert await said(writer) == "done"
-            await wait_until(pilot, lambda: t().task_completed, what="the rest of the session")
-            await pilot.pause(0.3)
+            # The whole log (the poll that brings task_complete may not bring the rest).
+            await wait_until(
+                pilot,
+                lambda: t().task_completed and t().events >= 36,
+                what="the rest of the session",
+            )
+            await pilot.pause()
             assert t().turns == 6 and t().tool_calls == 5 and t().events == 36
             assert screen.problems == 1
             assert markers(screen) == ["⚠ an unreadable line in the log was skipped"]
@@ -483,15 +499,18 @@ async def test_watch_follows_loopdeck_resuming_a_crashed_session(
         assert out.decode() == "Still done.\n"
         assert "torn last line" in err.decode()
         assert len(list(folder.glob("events.torn-*.jsonl"))) == 1
-        await wait_until(pilot, lambda: t().turns == 7, what="the resumed turn")
-        await pilot.pause(0.3)
+        # The resumed run has ended: wait until the timeline has read all it wrote.
+        written = [json.loads(line) for line in log.read_text("utf-8").splitlines()]
+        await wait_until(
+            pilot, lambda: t().turns == 7 and t().events >= len(written), what="the resumed turn"
+        )
+        await pilot.pause()
         assert screen.problems == 0 and markers(screen) == []
         assert count(screen, UserMessageView) == 2  # the first prompt and the new one, once
         assert count(screen, TaskCompleteView) == 2
         notices = [str(v.render()) for v in screen.timeline.query(NoticeView)]
         assert any("session resumed" in n for n in notices), notices
         assert "being written" not in bar(screen)
-        written = [json.loads(line) for line in log.read_text("utf-8").splitlines()]
         assert t().events == len(written)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from tests.snapshot_support import (
     TERMINAL,
@@ -161,3 +162,67 @@ def test_empty_start_screen(snap_compare: SnapCompare, workspace: Path) -> None:
     """A fresh session before the first message: empty timeline, prompt, hint, status."""
     app = make_app(workspace, [])
     assert snap_compare(app, terminal_size=TERMINAL, run_before=settle())
+
+
+NARROW = (80, 24)  # the classic terminal: banner and status bar laid out for it
+
+
+def test_start_screen_at_80x24(snap_compare: SnapCompare, workspace: Path) -> None:
+    """The welcome banner reflows as a paragraph instead of wrapping its lines again."""
+    app = make_app(workspace, [])
+    assert snap_compare(app, terminal_size=NARROW, run_before=settle())
+
+
+def test_autopilot_status_at_80x24(snap_compare: SnapCompare, workspace: Path) -> None:
+    """A status bar too long for 80 columns: the session id and the word "nudges" give
+    way, tokens in/out and the cost stay (the permission level stays with the mode)."""
+    usage = {"prompt_tokens": 18_450, "completion_tokens": 1_175, "cost": 0.0321}
+    turns: list[dict[str, Any]] = [
+        {
+            "text": "Reading the method first.",
+            "tool_calls": [
+                {"name": "view", "arguments": {"path": "shop/cart.py", "view_range": [10, 12]}}
+            ],
+            "delay_ms": STREAM_MS,
+            "usage": usage,
+        },
+        {"text": "A guard belongs in `Cart.add`.", "delay_ms": STREAM_MS, "usage": usage},
+        {
+            "text": "",
+            "tool_calls": [{"name": "task_complete", "arguments": {"summary": SUMMARY}}],
+            "delay_ms": STREAM_MS,
+            "usage": usage,
+        },
+    ]
+    app = make_app(
+        workspace,
+        turns,
+        prompt="Make Cart.add reject a quantity of zero or less.",
+        mode="autopilot",
+        nudge_cap=5,
+    )
+    # Asked first (the rules would deny edits and shell): keep my rules.
+    run_before = choose_level("3", settle(expect_turns=3))
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
+
+
+def test_focused_card_opened_from_the_keyboard(snap_compare: SnapCompare, workspace: Path) -> None:
+    """Tab to the timeline, k to the newest card, Enter opens it: the focused card is
+    marked, the hint line lists the timeline's keys."""
+    turns: list[dict[str, Any]] = [
+        {
+            "text": "Where does the cart keep its items?",
+            "tool_calls": [{"name": "grep", "arguments": {"pattern": "self", "path": "shop"}}],
+            "delay_ms": STREAM_MS,
+            "usage": _usage(1840, 38),
+        },
+        {"text": "In `self.items`, a list of tuples.", "delay_ms": STREAM_MS},
+    ]
+    app = make_app(workspace, turns, prompt="How does the cart store its items?")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(expect_turns=2)(pilot)
+        await pilot.press("tab", "k", "enter")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=TERMINAL, run_before=run_before)

@@ -9,7 +9,7 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -509,12 +509,19 @@ async def test_throttle_reports_latest_after_interval() -> None:
     for line in ("a", "b", "c"):
         throttle.push(line)
     assert seen == ["a"]
-    await asyncio.sleep(0.2)  # the timer sends the latest line; then the interval passes
+    # The timer sends the latest line (however late a busy loop runs it)...
+    await asyncio.wait_for(_until(lambda: len(seen) > 1), 5)
     assert seen == ["a", "c"]
+    await asyncio.sleep(0.06)  # ...then a whole interval passes after it
     throttle.push("d")
     throttle.push("e")
     throttle.flush()
     assert seen == ["a", "c", "d", "e"]
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.005)
 
 
 async def test_bash_progress_carriage_returns(ctx: ToolContext, progress: list[str]) -> None:

@@ -9,7 +9,9 @@ the tail first.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -63,7 +65,20 @@ class LoadEarlier(Static, can_focus=True):
         self.post_message(self.Pressed())
 
 
+CARD_TYPES = (ToolCard, TurnDigest, LoadEarlier)
+CARD_SELECTOR = ", ".join(kind.__name__ for kind in CARD_TYPES)
+
+
 class Timeline(VerticalScroll):
+    """Focused (Tab), Up/Down or j/k walk its cards (tool cards, finished turns, the
+    "load earlier" row), Enter opens the focused one, Tab goes on past the timeline."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down,j", "next_card", "Next card", show=False),
+        Binding("up,k", "previous_card", "Previous card", show=False),
+        Binding("tab", "focus_past", "Leave the timeline", show=False),
+    ]
+
     def __init__(
         self,
         *,
@@ -87,11 +102,69 @@ class Timeline(VerticalScroll):
         self._load_row = LoadEarlier(classes="load-earlier")
         self._live_turns: list[TurnView] = []
         self._last_model: str | None = None
+        self._welcome: Widget | None = None
 
     def on_mount(self) -> None:
         self.anchor()
         self._load_row.display = False
         self.mount(self._load_row)
+
+    # --- keyboard -------------------------------------------------------------------
+
+    def watch_has_focus(self, has_focus: bool) -> None:
+        # Textual restyles the focused widget and every descendant, hundreds here, on
+        # each focus change. Only the timeline's own ``:focus`` rule depends on it (no
+        # rule styles what is inside by the timeline's focus): restyle the timeline.
+        self.app.stylesheet.update_nodes([self], animate=True)
+
+    def cards(self) -> list[Widget]:
+        """What the keyboard can reach, top to bottom."""
+        return [w for w in self.query(CARD_SELECTOR) if w.focusable]
+
+    def walks(self, focused: Widget | None) -> bool:
+        """True when the card keys apply: the timeline or one of its cards has focus
+        (not, say, a permission prompt inside it, which has keys of its own)."""
+        return focused is self or (isinstance(focused, CARD_TYPES) and self in focused.ancestors)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("next_card", "previous_card"):
+            return self.walks(self.screen.focused)
+        return True
+
+    def action_next_card(self) -> None:
+        self._step(+1)
+
+    def action_previous_card(self) -> None:
+        self._step(-1)
+
+    def _step(self, step: int) -> None:
+        cards = self.cards()
+        if not cards:
+            self.scroll_relative(y=step, animate=False)  # nothing to walk: scroll a line
+            return
+        focused = self.screen.focused
+        if focused in cards:
+            index = cards.index(focused) + step
+            target = cards[max(0, min(index, len(cards) - 1))]
+        else:
+            # From the timeline itself: the first card in view going down, the last
+            # going up (the newest, when the view is at the end).
+            view = self.region
+            in_view = [c for c in cards if c.region.bottom > view.y and c.region.y < view.bottom]
+            pool = in_view or cards
+            target = pool[0] if step > 0 else pool[-1]
+        target.focus()
+
+    def action_focus_past(self) -> None:
+        """Tab from inside the timeline: on to what follows it (the prompt), not
+        through every card."""
+        chain = self.screen.focus_chain
+        inside = [i for i, w in enumerate(chain) if w is self or self in w.ancestors]
+        if not inside:
+            return
+        after = chain[inside[-1] + 1 :] + chain[: inside[0]]
+        if after:
+            after[0].focus()
 
     # --- feeding -------------------------------------------------------------------
 
@@ -152,12 +225,23 @@ class Timeline(VerticalScroll):
             view.remove()
         for marker in self.query(".marker"):
             marker.remove()
+        if self._welcome is not None:
+            self._welcome.remove()
+            self._welcome = None
         self._views.clear()
         self._live_turns.clear()
         self._first_mounted = 0
         self._last_model = None  # the first turn drawn after a reset names its model
         self.transcript = transcript or Transcript()
         self._update_load_row()
+
+    def welcome(self, banner: Widget) -> None:
+        """The banner of a new session. It belongs above the whole session, also once
+        older blocks come back (they mount below the banner and the "load earlier" row)."""
+        if self._welcome is not None:
+            self._welcome.remove()
+        self._welcome = banner
+        self.mount(banner, before=self._load_row)
 
     def mark(self, text: str) -> None:
         """A row that is not part of the session (e.g. a shortened gap in a replay)."""

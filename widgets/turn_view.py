@@ -226,10 +226,18 @@ class TurnView(Vertical):
 
     def _schedule_flush(self) -> None:
         if self._flush_timer is None:
-            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush)
+            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._start_flush)
+
+    def _start_flush(self) -> None:
+        # A worker, not this view's message pump, awaits the flush: it waits for mounts
+        # (the Markdown, its blocks, a frozen head), and a widget mounted once the app
+        # has begun to exit never starts, so its mount never completes. Awaited in the
+        # pump, that kept the view from closing and the app from exiting; a worker is
+        # cancelled with its view.
+        self._flush_timer = None
+        self.run_worker(self._flush(), exclusive=False)
 
     async def _flush(self) -> None:
-        self._flush_timer = None
         async with self._markdown_lock:
             if not self._pending:
                 return

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agent.models.base import ProviderError
 from agent.models.select import provider_key_vars
+from agent.secrets import mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,8 +315,7 @@ def known_secrets(extra: Mapping[str, Any], env: Mapping[str, str]) -> list[str]
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(secret, "***")
+    text = mask(text, secrets)
     text = _KEY_PATTERNS.sub("***", text)
     return _URL_USERINFO.sub("***@", text)
 

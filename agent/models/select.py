@@ -143,6 +143,15 @@ class ConfigValues:
     idle_timeout: float | None = None
     max_retries: int | None = None
     retry_base_delay: float | None = None
+    # The shell's sandbox ("read-only" | "workspace-write" | "off") and its network.
+    sandbox: str | None = None
+    sandbox_network: bool | None = None
+    # [shell_env]: glob patterns of variable names passed to / kept from commands.
+    shell_env_include: tuple[str, ...] = ()
+    shell_env_exclude: tuple[str, ...] = ()
+
+
+SANDBOX_CHOICES = ("read-only", "workspace-write", "off")
 
 
 def read_config(config_dir: Path) -> ConfigValues:
@@ -176,7 +185,49 @@ def read_config_file(path: Path) -> ConfigValues:
         idle_timeout=_optional_number(data, "idle_timeout", path, positive=True),
         max_retries=_optional_count(data, "max_retries", path),
         retry_base_delay=_optional_number(data, "retry_base_delay", path, positive=False),
+        sandbox=_optional_choice(data, "sandbox", SANDBOX_CHOICES, path),
+        sandbox_network=_optional_bool(data, "sandbox_network", path),
+        shell_env_include=_shell_env(data, "include", path),
+        shell_env_exclude=_shell_env(data, "exclude", path),
     )
+
+
+def _optional_choice(
+    data: Mapping[str, object], key: str, choices: tuple[str, ...], path: Path
+) -> str | None:
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, str) or value.strip() not in choices:
+        options = " | ".join(f'"{c}"' for c in choices)
+        raise ConfigError(
+            f'Config file {path}: "{key}" must be one of {options}, like {key} = "{choices[1]}"'
+        )
+    return value.strip()
+
+
+def _optional_bool(data: Mapping[str, object], key: str, path: Path) -> bool | None:
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f'Config file {path}: "{key}" must be true or false, like {key} = false')
+    return value
+
+
+def _shell_env(data: Mapping[str, object], key: str, path: Path) -> tuple[str, ...]:
+    table = data.get("shell_env", {})
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f'Config file {path}: "shell_env" must be a table: [shell_env] then include = [...]'
+        )
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(
+            f'Config file {path}: "shell_env.{key}" must be a list of variable names or '
+            f'patterns, like {key} = ["GITHUB_TOKEN", "AWS_*"]'
+        )
+    return tuple(v.strip() for v in value)
 
 
 def _optional_string(data: Mapping[str, object], key: str, path: Path) -> str | None:

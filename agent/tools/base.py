@@ -6,9 +6,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from agent.secrets import EnvFilter
+
+if TYPE_CHECKING:
+    from agent.sandbox.policy import Confinement
 
 # ``custom-tool``: a tool an SDK app defined and runs itself (see tools/external.py).
 ToolKind = Literal["read", "write", "shell", "custom-tool"]
@@ -42,6 +47,9 @@ class ToolContext:
     report_progress: Callable[[str], None] = lambda _line: None
     # The model's id for this call, for tools that hand the call on (external tools).
     tool_call_id: str = ""
+    # How shell commands are confined (None: unconfined) and which variables they inherit.
+    sandbox: Confinement | None = None
+    env_filter: EnvFilter = field(default_factory=EnvFilter)
 
 
 class ToolError(Exception):
@@ -53,6 +61,11 @@ class Tool(ABC):
     description: ClassVar[str]
     kind: ClassVar[ToolKind] = "read"
     Args: ClassVar[type[ToolArgs]]
+
+    def may_have_effects(self) -> bool:
+        """Whether a call can change the workspace or the world (write a file, run a
+        command): such a call starts only once its request is durable in the log."""
+        return self.kind != "read"
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema offered to the model."""

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pydantic import Field
 
+from agent.sandbox.policy import Confinement
+from agent.secrets import EnvFilter
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 
 SHELL = "/bin/bash"
@@ -95,7 +97,13 @@ class BashTool(Tool):
         requested = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT
         timeout = min(requested, MAX_TIMEOUT)
         try:
-            proc = await _start(self._shell, args.command, ctx.cwd)
+            proc = await _start(
+                self._shell,
+                args.command,
+                ctx.cwd,
+                child_env(ctx.env_filter, ctx.sandbox),
+                ctx.sandbox,
+            )
         except OSError as exc:
             raise ToolError(f"could not start {self._shell} in {ctx.cwd}: {exc}") from exc
         assert proc.stdout is not None
@@ -127,13 +135,33 @@ class BashTool(Tool):
         if not reader.cancelled():
             reader.result()  # re-raise what went wrong while reading, if anything
         output.finish()
-        return _result(output, proc.returncode, timed_out, timeout, requested, stopped_background)
+        result = _result(output, proc.returncode, timed_out, timeout, requested, stopped_background)
+        return _with_sandbox_note(result, ctx.sandbox, output)
 
 
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
+def child_env(
+    env_filter: EnvFilter | None = None, sandbox: Confinement | None = None
+) -> dict[str, str]:
+    """loopdeck's environment without its secrets, plus the sandbox's temp directory."""
+    env = (env_filter or EnvFilter()).child_env(os.environ)
     env.update({"LOOPDECK": "1", "PAGER": "cat", "GIT_PAGER": "cat"})
+    if sandbox is not None:
+        env.update(sandbox.env())
     return env
+
+
+def _with_sandbox_note(
+    result: ToolResult, sandbox: Confinement | None, output: Output
+) -> ToolResult:
+    """A failure that looks like the sandbox's refusal says so, after the command's own words."""
+    if result.success or sandbox is None:
+        return result
+    note = sandbox.refusal_note(output.for_model())
+    if note is None:
+        return result
+    content = f"{result.content}\n{note}"
+    detailed = f"{result.detailed_content}\n{note}" if result.detailed_content else content
+    return ToolResult(content=content, success=False, detailed_content=detailed, error=content)
 
 
 def _result(
@@ -180,18 +208,27 @@ def _signal_name(number: int) -> str:
 # --- the process -------------------------------------------------------------------
 
 
-async def _start(shell: str, command: str, cwd: Path) -> asyncio.subprocess.Process:
+async def _start(
+    shell: str,
+    command: str,
+    cwd: Path,
+    env: dict[str, str],
+    sandbox: Confinement | None = None,
+) -> asyncio.subprocess.Process:
+    argv = [shell, "-c", command]
+    if sandbox is not None:
+        # The wrapper confines itself, then execs the shell: the rules hold in the
+        # child and everything it starts, never in loopdeck.
+        argv = sandbox.wrap(argv)
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
-            shell,
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            env=child_env(),
+            env=env,
         )
     )
     try:

@@ -14,7 +14,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import secrets
 import stat
 import sys
 from collections import deque
@@ -282,60 +281,6 @@ def read_regular(dir_fd: int, name: str) -> bytes | None:
             return f.read()
         except OSError:
             return None
-
-
-# --- writing -----------------------------------------------------------------
-
-
-def write_new(dir_fd: int, name: str, data: bytes) -> None:
-    """Create ``name`` in ``dir_fd``; fails if anything (a symlink too) is there already."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
-    fd = os.open(name, flags, 0o666, dir_fd=dir_fd)
-    try:
-        with os.fdopen(fd, "wb", closefd=False) as f:
-            f.write(data)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=dir_fd)
-        raise
-    finally:
-        os.close(fd)
-
-
-def replace(dir_fd: int, name: str, data: bytes, like: os.stat_result) -> None:
-    """Atomically replace ``name`` in ``dir_fd`` with ``data``, keeping the mode and owner of
-    ``like``: a temp file in the same directory, renamed over it through the same descriptor.
-
-    The rename gives the name a new file, so another hard link to the old one keeps the old
-    content: nothing is ever written into a file that could also live outside.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
-    for _ in range(8):
-        tmp = f".loopdeck-{secrets.token_hex(6)}.tmp"  # short: the real name may be 255 bytes
-        try:
-            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - eight random names all taken
-        raise FileExistsError(errno.EEXIST, "no free temporary name", name)
-    try:
-        try:
-            with os.fdopen(fd, "wb", closefd=False) as f:
-                f.write(data)
-                f.flush()
-                os.fsync(fd)
-            os.fchmod(fd, stat.S_IMODE(like.st_mode))
-            if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
-                with contextlib.suppress(OSError):
-                    os.fchown(fd, like.st_uid, like.st_gid)
-        finally:
-            os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
 
 
 # --- errors ------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""``create``: write a new file (never an existing one), shown as a diff from /dev/null."""
+"""``create``: write a new file (never an existing one), shown as a diff from /dev/null.
+
+The file appears whole or not at all (see :mod:`agent.tools.atomic_write`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from agent.tools.atomic_write import write_new_atomic
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.beneath import (
     PathError,
@@ -17,7 +21,6 @@ from agent.tools.beneath import (
     locate,
     opened_parent,
     os_failure,
-    write_new,
 )
 from agent.tools.edit import count_lines, unified_diff
 from agent.tools.paths import display_path
@@ -98,11 +101,11 @@ def _refuse_existing(where: WorkspacePath, asked: str) -> None:
 
 
 def _write_new(planned: PlannedCreate, asked: str) -> None:
-    # The parent is opened (and made) beneath the workspace root, and the file created in
-    # it with O_EXCL | O_NOFOLLOW: nothing that appeared since the check is overwritten.
+    # The parent is opened (and made) beneath the workspace root, and the file linked in
+    # there whole: nothing that appeared since the check is overwritten.
     with opened_parent(planned.where, asked, create=True) as parent:
         try:
-            write_new(parent, planned.where.name, planned.data)
+            write_new_atomic(parent, planned.where.name, planned.data)
         except FileExistsError:
             _refuse_existing(planned.where, asked)
             raise ToolError(f"{asked} already exists; create only makes new files.") from None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from agent.tools.atomic_write import write_atomic
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.beneath import (
     READ_FLAGS,
@@ -23,7 +24,6 @@ from agent.tools.beneath import (
     locate,
     opened_parent,
     os_failure,
-    replace,
 )
 from agent.tools.paths import display_path
 
@@ -88,7 +88,7 @@ def _edit(args: EditArgs, ctx: ToolContext) -> PlannedEdit:
     with opened_parent(where, args.path) as parent:
         planned = _plan_in(parent, where, args, ctx)
         try:
-            replace(parent, where.name, planned.data, planned.original)
+            write_atomic(parent, where.name, planned.data, planned.original)
         except OSError as exc:
             raise ToolError(f"could not write {planned.shown}: {exc.strerror or exc}") from exc
     return planned

@@ -90,6 +90,9 @@ class ExternalTool(Tool):
             "function": {"name": self.name, "description": self.description, "parameters": params},
         }
 
+    def may_have_effects(self) -> bool:
+        return True  # the app's own code runs: even one asked as a read may change things
+
     async def run(self, args: ExternalToolArgs, ctx: ToolContext) -> ToolResult:
         return await self._calls.call(self.name, args.model_dump(), ctx)
 

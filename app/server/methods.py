@@ -32,10 +32,14 @@ from agent.models.scripted import SCRIPTED_PREFIX, ScriptError, shipped_script_n
 from agent.models.select import NO_MODEL_HELP
 from agent.models.settings import ApiBaseError, check_api_base
 from agent.permissions import PermissionPolicy, RuleError
+from agent.sandbox.policy import Sandbox
+from agent.secrets import EnvFilter
+from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary, read_events
 from agent.tools.external import ExternalToolSpec
 from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model, provider_settings
+from app.sandbox_setup import SandboxSetupError, sandbox_setup
 from app.server.bridge import (
     HostedSession,
     RequestTracker,
@@ -197,16 +201,22 @@ class Runtime:
         model = self._model(params, recorded=None)
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
-        created = await SdkSession.create(
-            session_id=session_id,
-            model=model,
-            cwd=self._cwd(params),
-            store=self.store,
-            max_autopilot_continues=self._max_continues(params),
-            extra_dirs=extra_dirs,
-            registry_factory=choice.registry,
-            policy=policy,
-        )
+        sandbox, env_filter = self._sandbox()
+        try:
+            created = await SdkSession.create(
+                session_id=session_id,
+                model=model,
+                cwd=self._cwd(params),
+                store=self.store,
+                max_autopilot_continues=self._max_continues(params),
+                extra_dirs=extra_dirs,
+                registry_factory=choice.registry,
+                policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
+            )
+        except SessionInUse as exc:  # another process is creating this very id
+            raise RpcError(SERVER_ERROR, str(exc)) from exc
         assert isinstance(created, SdkSession)
         hosted = HostedSession(created, choice)
         self.sessions[session_id] = hosted
@@ -237,17 +247,24 @@ class Runtime:
         model = self._model(params, recorded=recorded if isinstance(recorded, str) else None)
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
+        sandbox, env_filter = self._sandbox()
         cwd = _opt_str(params, "workingDirectory")
-        resumed = await SdkSession.resume(
-            store=self.store,
-            session_id=session_id,
-            model=model,
-            cwd=self._cwd(params) if cwd else None,
-            max_autopilot_continues=self._max_continues(params),
-            extra_dirs=extra_dirs,
-            registry_factory=choice.registry,
-            policy=policy,
-        )
+        try:
+            resumed = await SdkSession.resume(
+                store=self.store,
+                session_id=session_id,
+                model=model,
+                cwd=self._cwd(params) if cwd else None,
+                max_autopilot_continues=self._max_continues(params),
+                extra_dirs=extra_dirs,
+                registry_factory=choice.registry,
+                policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
+            )
+        except SessionInUse as exc:
+            # Another process (the app, a -p run, another runtime) writes it.
+            raise RpcError(SERVER_ERROR, str(exc)) from exc
         assert isinstance(resumed, SdkSession)
         hosted = HostedSession(resumed, choice)
         self.sessions[session_id] = hosted
@@ -308,8 +325,8 @@ class Runtime:
                 return {"success": True}
             return {"success": False, "error": f"Session not found: {session_id}"}
         try:
-            self.store.delete(session_id)
-        except OSError as exc:
+            delete_session(self.store, session_id)
+        except (SessionInUse, OSError) as exc:  # in use: another process writes it
             return {"success": False, "error": str(exc)}
         return {"success": True}
 
@@ -514,6 +531,13 @@ class Runtime:
         if not path.is_dir():
             raise RpcError(INVALID_PARAMS, f"workingDirectory {path}: not a directory")
         return path.resolve()
+
+    def _sandbox(self) -> tuple[Sandbox, EnvFilter]:
+        """The server's --sandbox flags over config.toml, fresh per session (its temp dir)."""
+        try:
+            return sandbox_setup(self.flags)
+        except SandboxSetupError as exc:
+            raise RpcError(SERVER_ERROR, str(exc)) from exc
 
     def _permissions(self, params: dict[str, Any]) -> tuple[PermissionPolicy, list[Path]]:
         """The server's permission flags (a fresh policy per session), plus the

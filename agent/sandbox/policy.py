@@ -1,0 +1,226 @@
+"""What the sandbox allows a shell command, and what the model and the user are told.
+
+Modes (as Codex CLI names them): ``workspace-write`` (the default: read anything,
+write only in the workspace, the ``--add-dir`` directories and a private temp
+directory), ``read-only`` (write nowhere), ``off``. Plan mode always runs commands
+read-only. Network: on in interactive mode, off in autopilot unless the setting
+says otherwise (see README, "What is enforced, and by whom").
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from agent.sandbox import landlock
+
+SandboxMode = Literal["read-only", "workspace-write", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "off")
+
+# What a command prints when the kernel refused it: a write (EACCES/EPERM on open,
+# EROFS from some tools) or, with network off, a connection.
+_REFUSED = re.compile(
+    r"permission denied|operation not permitted|read-only file system", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSettings:
+    """What the user asked for (flags over config.toml over these defaults)."""
+
+    mode: SandboxMode = "workspace-write"
+    # None: on in interactive mode (someone approves each command), off in autopilot.
+    network: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """What this kernel offers: Landlock's ABI version, or 0 and why not."""
+
+    abi: int
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.abi > 0
+
+
+@functools.cache
+def probe() -> Support:
+    """Asked once per process: the kernel does not change under us."""
+    if platform.system() != "Linux":
+        return Support(0, f"the OS sandbox is built for Linux only (this is {platform.system()})")
+    try:
+        return Support(landlock.abi_version())
+    except landlock.LandlockError as exc:
+        return Support(0, exc.strerror or str(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """How one command runs: the wrapper in front of it, its environment, its refusals."""
+
+    mode: Literal["read-only", "workspace-write"]
+    writable: tuple[Path, ...]
+    network: bool
+    tmpdir: Path | None
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        # -I -S: no user site, no PYTHON* variables, no site-packages; the wrapper
+        # needs only the standard library and starts in a few milliseconds.
+        args = landlock.wrapper_args(self.mode, [str(p) for p in self.writable], self.network)
+        return [sys.executable, "-I", "-S", landlock.__file__, *args, "--", *argv]
+
+    def env(self) -> dict[str, str]:
+        if self.tmpdir is None:
+            return {}
+        tmp = str(self.tmpdir)
+        return {"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+
+    def refusal_note(self, output: str) -> str | None:
+        """A note for a failed command whose output looks like the sandbox said no."""
+        if not _REFUSED.search(output):
+            return None
+        if self.mode == "read-only":
+            where = "commands may not write anywhere (read-only)"
+        else:
+            dirs = ", ".join(str(p) for p in self.writable)
+            where = f"commands may write only inside {dirs} (workspace-write)"
+        net = "" if self.network else "; network connections are refused too"
+        return (
+            f"<the sandbox may have refused this: {where}{net}. Do not work around it; "
+            "if the command needs more, tell the user, who can allow a directory with "
+            "--add-dir or loosen the sandbox with --sandbox>"
+        )
+
+
+class Sandbox:
+    """One session's sandbox: the settings, the kernel's support, the private temp dir."""
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        *,
+        cwd: Path | None = None,
+        add_dirs: list[Path] | None = None,
+        support: Support | None = None,
+    ) -> None:
+        self.settings = settings
+        # The workspace; the session sets it to its own (a resumed one's is in its log).
+        self.cwd = (cwd or Path.cwd()).resolve()
+        self.add_dirs = [d.resolve() for d in add_dirs or []]
+        self.support = (
+            support
+            if support is not None
+            else (probe() if settings.mode != "off" else Support(0, ""))
+        )
+        self._tmpdir: Path | None = None
+
+    @property
+    def mode(self) -> SandboxMode:
+        return self.settings.mode
+
+    @property
+    def active(self) -> bool:
+        return self.mode != "off" and self.support.available
+
+    @property
+    def unavailable(self) -> bool:
+        """Asked for, but the kernel cannot: commands fall back to the rules alone."""
+        return self.mode != "off" and not self.support.available
+
+    def network_for(self, agent_mode: str) -> bool:
+        if self.settings.network is not None:
+            return self.settings.network
+        return agent_mode != "autopilot"
+
+    def mode_for(self, agent_mode: str) -> Literal["read-only", "workspace-write"] | None:
+        if not self.active:
+            return None
+        return (
+            "read-only" if agent_mode == "plan" or self.mode == "read-only" else "workspace-write"
+        )
+
+    def confinement(self, agent_mode: str) -> Confinement | None:
+        """How a command runs in ``agent_mode``; None when it runs unconfined."""
+        mode = self.mode_for(agent_mode)
+        if mode is None:
+            return None
+        tmpdir = self.tmpdir() if mode == "workspace-write" else None
+        writable = (self.cwd, *self.add_dirs, *([tmpdir] if tmpdir else []))
+        return Confinement(
+            mode,
+            writable if mode == "workspace-write" else (),
+            self.network_for(agent_mode),
+            tmpdir,
+        )
+
+    def tmpdir(self) -> Path:
+        if self._tmpdir is None:
+            self._tmpdir = Path(tempfile.mkdtemp(prefix="loopdeck-tmp-")).resolve()
+        return self._tmpdir
+
+    def close(self) -> None:
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def label(self, agent_mode: str) -> str:
+        """For the status bar: ``sandbox workspace-write`` (· net off), or why there is none."""
+        if self.mode == "off":
+            return "sandbox off"
+        if self.unavailable:
+            return "no sandbox (rules only)"
+        net = "" if self.network_for(agent_mode) else " · net off"
+        return f"sandbox {self.mode_for(agent_mode)}{net}"
+
+    def notice(self) -> str | None:
+        """Said once per session when the sandbox was asked for and the kernel cannot."""
+        if not self.unavailable:
+            return None
+        return (
+            f"The OS sandbox is not available: {self.support.reason}. Shell commands run "
+            "unconfined; only the permission rules decide what runs."
+        )
+
+    def prompt_section(self, agent_mode: str) -> str:
+        """What the model is told it may not do."""
+        head = "# Sandbox\n"
+        if self.mode == "off":
+            return head + (
+                "Shell commands run without an OS sandbox: they can change any file you "
+                "can. Stay inside the working directory unless the user asks otherwise."
+            )
+        if self.unavailable:
+            return head + (
+                "The OS sandbox is not available on this machine; shell commands run "
+                "unconfined. Stay inside the working directory unless the user asks otherwise."
+            )
+        mode = self.mode_for(agent_mode)
+        if mode == "read-only":
+            what = "they may read files but not write any, anywhere"
+        else:
+            dirs = ", ".join(str(p) for p in (self.cwd, *self.add_dirs))
+            what = (
+                f"they may read any file but write only inside {dirs} and the private "
+                "temporary directory in $TMPDIR"
+            )
+        net = (
+            "Network access is on."
+            if self.network_for(agent_mode)
+            else "Network access is off: TCP connections are refused."
+        )
+        return head + (
+            f"Shell commands run in an OS sandbox ({mode}): {what}. {net} A refused "
+            'write fails with "Permission denied". Do not try to get around the sandbox '
+            "(other paths, copies, symlinks); if a task needs more, say so and the user "
+            "can allow it. API keys and other secrets are removed from the shell's "
+            "environment."
+        )
