@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import sys
 import threading
@@ -143,3 +144,39 @@ async def test_swapped_directory_never_leads_outside(tmp_path: Path, backend: st
     assert tally.ok.get("view", 0) > 0 and tally.ok.get("create", 0) > 0
     assert tally.ok.get("edit", 0) > 0
     assert sum(tally.failed.values()) > 0, "no call ever met a swapped directory"
+
+
+async def test_ripgrep_lines_not_in_the_file_beneath_the_workspace_are_dropped(
+    tmp_path: Path,
+) -> None:
+    # ripgrep opens by name: if it was shown an outside file through a swapped
+    # directory, what it reports is not what the workspace file holds.
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub" / "f.txt").write_text("inside\nneedle here\n")
+    script = tmp_path / "fake-rg"
+    lines = [
+        {"path": "sub/f.txt", "line": 2, "text": "needle here\n"},
+        {"path": "sub/f.txt", "line": 1, "text": f"needle {SECRET}\n"},
+        {"path": "sub/only-outside.txt", "line": 1, "text": f"needle {SECRET}\n"},
+    ]
+    events = "\n".join(
+        json.dumps(
+            {
+                "type": "match",
+                "data": {
+                    "path": {"text": m["path"]},
+                    "lines": {"text": m["text"]},
+                    "line_number": m["line"],
+                    "submatches": [],
+                },
+            }
+        )
+        for m in lines
+    )
+    script.write_text(f"#!/bin/sh\ncat <<'EOF'\n{events}\nEOF\n")
+    script.chmod(0o755)
+    registry = ToolRegistry([GrepTool(rg_path=str(script))])
+    result = await execute(registry, "grep", {"pattern": "needle"}, ToolContext(cwd=ws))
+    assert result.success
+    assert result.content == "sub/f.txt:2:needle here"
