@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import sys
@@ -180,3 +181,35 @@ async def test_ripgrep_lines_not_in_the_file_beneath_the_workspace_are_dropped(
     result = await execute(registry, "grep", {"pattern": "needle"}, ToolContext(cwd=ws))
     assert result.success
     assert result.content == "sub/f.txt:2:needle here"
+
+
+def test_open_beneath_follows_inner_symlinks_and_refuses_escapes(
+    tmp_path: Path, backend: str
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "f.txt").write_text("inner")
+    (tmp_path / "secret.txt").write_text(SECRET)
+    (ws / "inner").symlink_to("a/b")  # stays inside: followed
+    (ws / "a" / "up").symlink_to("../a/b/f.txt")  # ".." that stays inside
+    (ws / "out").symlink_to("../secret.txt")
+    (ws / "abs").symlink_to(tmp_path / "secret.txt")
+    (ws / "loop").symlink_to("loop")
+    root = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for rel in ("inner/f.txt", "a/up", "a/b/../b/f.txt"):
+            fd = beneath.open_beneath(root, rel, os.O_RDONLY)
+            with os.fdopen(fd, "rb") as f:
+                assert f.read() == b"inner", rel
+        for rel, code in [
+            ("out", errno.EXDEV),
+            ("abs", errno.EXDEV),
+            ("../secret.txt", errno.EXDEV),
+            ("a/../../secret.txt", errno.EXDEV),
+            ("loop", errno.ELOOP),
+        ]:
+            with pytest.raises(OSError) as caught:
+                beneath.open_beneath(root, rel, os.O_RDONLY)
+            assert caught.value.errno == code, rel
+    finally:
+        os.close(root)
