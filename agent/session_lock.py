@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from agent.store import SessionStore, make_private_dirs
+from agent.store import SessionStore, make_private_dirs, pid_alive
 
 LOCK_FILE = "writer.lock"
 _COMMAND_CHARS = 160
@@ -59,7 +59,7 @@ class LockHolder:
         it cannot be checked from here)."""
         if self.host != socket.gethostname():
             return True
-        if not _pid_exists(self.pid):
+        if not pid_alive(self.pid):
             return False
         return self.started is None or _process_start(self.pid) in (None, self.started)
 
@@ -218,18 +218,6 @@ def _process_start(pid: int) -> str | None:
     # The command name (field 2) may hold spaces and parentheses: count from its end.
     fields = stat[stat.rfind(")") + 2 :].split()
     return fields[19] if len(fields) > 19 else None
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OverflowError:
-        return False
-    return True
 
 
 def _text(value: object) -> str:

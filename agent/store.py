@@ -512,7 +512,7 @@ class SessionStore:
                 summary.output_tokens = _int(meta.get("outputTokens"))
                 summary.cost = _float(meta.get("cost"))
                 summary.outcome = str(meta["outcome"])
-                if summary.outcome == "in progress" and not _alive(meta.get("pid")):
+                if summary.outcome == "in progress" and not pid_alive(meta.get("pid")):
                     summary.outcome = "interrupted"  # its process is gone
                 return summary
         # No (or older) metadata, or a foreign log: the log itself tells.
@@ -646,12 +646,13 @@ def make_private_dirs(path: Path) -> None:
         part.mkdir(exist_ok=True, mode=0o700)
 
 
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True
