@@ -274,6 +274,12 @@ def test_autopilot_cap_without_task_complete_exits_3(
     assert code == 3
     assert out == "Still thinking.\n"
     sid = resumed_id(err, loopdeck_home)
+    # Says what happened and how to go on.
+    assert (
+        "Autopilot stopped at its cap of 2 nudges without the task marked complete (exit 3)." in err
+    )
+    assert f'To go on: loopdeck -p "…" --resume {sid[:8]} --autopilot ' in err
+    assert "--max-autopilot-continues N" in err
     log = log_of(loopdeck_home, sid)
     users = [e["data"] for e in log if e["type"] == "user.message"]
     nudges = [u for u in users if u.get("isAutopilotContinuation")]

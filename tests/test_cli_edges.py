@@ -343,31 +343,6 @@ def test_a_closed_pipe_ends_quietly(
 # --- exit 3 explains itself -----------------------------------------------------------
 
 
-def test_exit_3_says_what_happened_and_how_to_go_on(
-    workspace: Path, tmp_path: Path, loopdeck_home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    script = write_script(
-        tmp_path / "never.json", [{"text": "Still thinking."}], when_exhausted="repeat_last"
-    )
-    code, _, err = run(
-        capsys,
-        "-p",
-        "do it",
-        "--autopilot",
-        "--max-autopilot-continues",
-        "2",
-        "--model",
-        f"scripted:{script}",
-    )
-    assert code == 3
-    sid = resumed_id(err, loopdeck_home)
-    assert (
-        "Autopilot stopped at its cap of 2 nudges without the task marked complete (exit 3)." in err
-    )
-    assert f'To go on: loopdeck -p "…" --resume {sid[:8]} --autopilot ' in err
-    assert "--max-autopilot-continues N" in err
-
-
 def test_other_exits_say_nothing_of_the_cap(
     workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
