@@ -53,11 +53,45 @@ _CODE_TAKERS = frozenset({"trap", "alias", "watch"})
 _WATCH_OPTIONS_WITH_ARGUMENT = frozenset({"-n", "--interval", "-q", "--equexit"})
 # find's primaries that take one argument: an unknown word there cannot become an action.
 _FIND_ARGUMENT_PRIMARIES = frozenset(
-    {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
-     "-lname", "-ilname", "-type", "-xtype", "-size", "-user", "-group", "-uid", "-gid",
-     "-perm", "-newer", "-anewer", "-cnewer", "-samefile", "-inum", "-links", "-mtime",
-     "-atime", "-ctime", "-mmin", "-amin", "-cmin", "-used", "-maxdepth", "-mindepth",
-     "-printf", "-fstype", "-context", "-newerXY"}
+    {
+        "-name",
+        "-iname",
+        "-path",
+        "-ipath",
+        "-wholename",
+        "-iwholename",
+        "-regex",
+        "-iregex",
+        "-lname",
+        "-ilname",
+        "-type",
+        "-xtype",
+        "-size",
+        "-user",
+        "-group",
+        "-uid",
+        "-gid",
+        "-perm",
+        "-newer",
+        "-anewer",
+        "-cnewer",
+        "-samefile",
+        "-inum",
+        "-links",
+        "-mtime",
+        "-atime",
+        "-ctime",
+        "-mmin",
+        "-amin",
+        "-cmin",
+        "-used",
+        "-maxdepth",
+        "-mindepth",
+        "-printf",
+        "-fstype",
+        "-context",
+        "-newerXY",
+    }
 )
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # Output redirections; ``>&`` and ``<>`` only when their target is a file.

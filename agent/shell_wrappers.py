@@ -18,9 +18,25 @@ _OPTIONS_WITH_ARGUMENT: dict[str, frozenset[str]] = {
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
     "time": frozenset({"-f", "-o", "--format", "--output"}),
     "xargs": frozenset(
-        {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-         "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
-         "--process-slot-var"}
+        {
+            "-a",
+            "-d",
+            "-E",
+            "-I",
+            "-L",
+            "-n",
+            "-P",
+            "-s",
+            "--arg-file",
+            "--delimiter",
+            "--eof",
+            "--replace",
+            "--max-lines",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--process-slot-var",
+        }
     ),
     "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
     "setsid": frozenset(),
@@ -44,9 +60,7 @@ def xargs_words(options: list[Word], inner: list[Word]) -> list[Word]:
             marks.add(options[index + 1].value or "{}")
         elif value.startswith(("-I", "-i", "--replace=")) and len(value) > 2:
             marks.add(value.split("=", 1)[1] if "=" in value else value[2:])
-    words = [
-        Word(None, w.source) if any(m in (w.value or "") for m in marks) else w for w in inner
-    ]
+    words = [Word(None, w.source) if any(m in (w.value or "") for m in marks) else w for w in inner]
     return [*words, Word(None, "…", splits=True)]
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from agent.store import read_events, with_unreadable_rows
-from agent.transcript import (
+from agent.blocks import (
     AbortBlock,
     Block,
     ErrorBlock,
@@ -22,11 +21,11 @@ from agent.transcript import (
     RawBlock,
     TaskCompleteBlock,
     ToolCallBlock,
-    Transcript,
     TurnBlock,
     UserBlock,
-    fold,
 )
+from agent.store import read_events, with_unreadable_rows
+from agent.transcript import Transcript, fold
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, summarize_arguments, tokens
 
 MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed block

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from agent.blocks import TurnBlock
 from agent.events import WARNING_OUTPUT_TRUNCATED
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.litellm_import import import_litellm
 from agent.session import Session
 from agent.store import SessionStore, read_events
-from agent.transcript import Transcript, TurnBlock, fold
+from agent.transcript import Transcript, fold
 from app.export import export_session
 from widgets.format import LIMIT_CUT_MARK
 from widgets.turn_view import header_text

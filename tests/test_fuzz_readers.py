@@ -52,11 +52,12 @@ from copilot.generated.session_events import session_event_from_dict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.blocks import NoticeBlock
 from agent.events import DATA_TYPES, event_from_json, is_event_id
 from agent.replay import EventIndex, LogFollower, pacing
 from agent.session import Session
 from agent.store import SessionStore, read_events
-from agent.transcript import NoticeBlock, Transcript, fold
+from agent.transcript import Transcript, fold
 from app.export import export_session
 from app.headless import HeadlessPrinter
 from app.sessions_table import print_sessions

@@ -18,12 +18,13 @@ import pytest
 from textual.pilot import Pilot
 
 import widgets.permission_prompt as permission_prompt
+from agent.blocks import NoticeBlock
 from agent.events import ElicitationCompletedData, ElicitationRequestedData, Mode
 from agent.permission_level import CONTENT_KEY, SOURCE, Level
 from agent.permissions import PermissionPolicy
 from agent.session import Session
 from agent.store import SessionStore, read_events
-from agent.transcript import NoticeBlock, Transcript
+from agent.transcript import Transcript
 from app.app import LoopdeckApp
 from app.cli import main
 from tests.scripting import FakeRecorder, scripted

@@ -55,9 +55,10 @@ from copilot.generated.session_events import (  # noqa: E402
 )
 from pydantic import BaseModel, Field  # noqa: E402
 
+from agent.blocks import RawBlock  # noqa: E402
 from agent.history import History  # noqa: E402
 from agent.store import read_events  # noqa: E402
-from agent.transcript import RawBlock, Transcript  # noqa: E402
+from agent.transcript import Transcript  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -390,8 +390,9 @@ def test_nothing_runs_end_to_end_under_p(tmp_path: Path) -> None:
     assert [d["success"] for d in done] == [False] * len(SPELLINGS) + [True]
     messages = [d["error"]["message"] for d in done[:-1]]
     assert "is denied by the rule shell(touch)" in messages[0]
-    assert "`a=touch; $a made` needs approval (`$a made`: its command name is known only" in (
-        messages[7]
+    assert (
+        "`a=touch; $a made` needs approval (`$a made`: its command name is known only"
+        in (messages[7])
     )
     # With a deny rule in force, allowing more would not help: only spelling it out does.
     assert messages[7].endswith("Write the command out plainly so the rules can check it.")

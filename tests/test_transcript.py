@@ -8,6 +8,20 @@ from typing import Any
 
 import pytest
 
+from agent.blocks import (
+    AbortBlock,
+    Block,
+    Change,
+    ErrorBlock,
+    NoticeBlock,
+    RawBlock,
+    TaskCompleteBlock,
+    ToolCallBlock,
+    TurnBlock,
+    UserBlock,
+    parse_timestamp,
+)
+from agent.error_hints import error_hint
 from agent.events import (
     AbortData,
     AssistantMessageData,
@@ -46,22 +60,7 @@ from agent.events import (
     event_from_dict,
     event_from_json,
 )
-from agent.transcript import (
-    AbortBlock,
-    Block,
-    Change,
-    ErrorBlock,
-    NoticeBlock,
-    RawBlock,
-    TaskCompleteBlock,
-    ToolCallBlock,
-    Transcript,
-    TurnBlock,
-    UserBlock,
-    error_hint,
-    fold,
-    parse_timestamp,
-)
+from agent.transcript import Transcript, fold
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 MODEL = "test-model"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agent.blocks import TurnBlock
 from agent.events import (
     AssistantUsageData,
     Event,
@@ -18,7 +19,7 @@ from agent.events import (
 from agent.replay import EventIndex
 from agent.session import Session
 from agent.store import SessionStore, SessionSummary, read_events, summarize_events
-from agent.transcript import Transcript, TurnBlock, fold
+from agent.transcript import Transcript, fold
 from app.export import to_html, to_markdown
 from tests.scripting import new_session, scripted
 from tests.snapshot_support import pin_determinism
@@ -291,8 +292,8 @@ async def test_replay_and_watch_of_a_long_log_count_the_turns_they_do_not_load(
 
 
 def test_foreign_or_malformed_notes_and_checkpoints_are_kept_or_ignored_not_fatal() -> None:
+    from agent.blocks import RawBlock
     from agent.events import AssistantTurnStartData
-    from agent.transcript import RawBlock
 
     def ev(data: Any) -> Event:
         return Event.new(data, None)

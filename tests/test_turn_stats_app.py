@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from agent.transcript import TurnBlock
+from agent.blocks import TurnBlock
 from app.app import LoopdeckApp
 from tests.snapshot_support import TERMINAL, make_app, make_workspace, pin_determinism, settle
 from widgets.turn_digest import TurnDigest

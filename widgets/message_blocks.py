@@ -8,14 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
-from agent.transcript import (
-    AbortBlock,
-    ErrorBlock,
-    NoticeBlock,
-    RawBlock,
-    TaskCompleteBlock,
-    UserBlock,
-)
+from agent.blocks import AbortBlock, ErrorBlock, NoticeBlock, RawBlock, TaskCompleteBlock, UserBlock
 from widgets.lazy_rich import rich_markdown
 
 

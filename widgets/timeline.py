@@ -17,8 +17,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from agent.events import AssistantMessageDeltaData, Event
-from agent.transcript import (
+from agent.blocks import (
     AbortBlock,
     Block,
     Change,
@@ -27,10 +26,11 @@ from agent.transcript import (
     RawBlock,
     TaskCompleteBlock,
     ToolCallBlock,
-    Transcript,
     TurnBlock,
     UserBlock,
 )
+from agent.events import AssistantMessageDeltaData, Event
+from agent.transcript import Transcript
 from widgets.message_blocks import (
     AbortView,
     ErrorView,

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from agent.transcript import ToolCallBlock
+from agent.blocks import ToolCallBlock
 from widgets.format import duration, preview, summarize_arguments
 from widgets.lazy_rich import highlighted
 

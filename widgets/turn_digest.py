@@ -22,7 +22,7 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual.widgets import Static
 
-from agent.transcript import ToolCallBlock, TurnBlock
+from agent.blocks import ToolCallBlock, TurnBlock
 from widgets.lazy_rich import rich_markdown
 from widgets.tool_card import card_renderable
 from widgets.turn_view import cut_text, header_text

@@ -18,7 +18,7 @@ from textual.timer import Timer
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
-from agent.transcript import ToolCallBlock, TurnBlock
+from agent.blocks import ToolCallBlock, TurnBlock
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, tokens
 from widgets.lazy_rich import rich_markdown
 from widgets.markdown_split import freeze_point
