@@ -184,6 +184,9 @@ class TurnBlock:
     cut_attempt: int | None = None  # which attempt (1-based) cut_text comes from
     cut_at_limit: bool = False  # the provider cut the reply at its output token limit
     tools: list[ToolCallBlock] = field(default_factory=list)
+    # The model the session asked for when it differs from ``model`` (the one that
+    # answered): Copilot's ``auto`` alias resolves to a real model per turn.
+    requested_model: str | None = None
     speed: SpeedMeter = field(default_factory=SpeedMeter, repr=False)
     _text: _TextStream = field(default_factory=_TextStream, repr=False)
     _reasoning: _TextStream = field(default_factory=_TextStream, repr=False)
@@ -196,6 +199,16 @@ class TurnBlock:
     def duration(self) -> float | None:
         """Seconds from turn start to its end, once ended."""
         return _seconds(self.started_at, self.ended_at)
+
+    @property
+    def model_label(self) -> str:
+        """The answering model, with the alias asked for when it differs:
+        ``gpt-5-mini (auto)``."""
+        model = self.model or ""
+        alias = self.requested_model
+        if alias and model and alias != model:
+            return f"{model} ({alias})"
+        return model or alias or ""
 
     @property
     def ttft_seconds(self) -> float | None:
@@ -212,6 +225,30 @@ class TurnBlock:
     @property
     def finished(self) -> bool:
         return self.status != "running"
+
+
+@dataclass(slots=True, eq=False)
+class ShellBlock:
+    """A command the user ran themselves (``!cmd``), with its output; not a model turn."""
+
+    block_id: int
+    command: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None  # Copilot's is "local_shell"
+    status: ToolStatus = "running"
+    output: str | None = None
+    error: str | None = None
+    last_line: str | None = None  # last line of partial output, while running
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+    @property
+    def duration(self) -> float | None:
+        return _seconds(self.started_at, self.ended_at)
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in ("pending", "running")
 
 
 @dataclass(slots=True, eq=False)
@@ -263,6 +300,7 @@ Block: TypeAlias = (
     UserBlock
     | TurnBlock
     | ToolCallBlock
+    | ShellBlock
     | TaskCompleteBlock
     | ErrorBlock
     | AbortBlock

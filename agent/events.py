@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 Mode = Literal["interactive", "autopilot", "plan"]
+# A user message's mode also says "shell" for a ``!command`` the user ran themselves.
+AgentMode = Literal["interactive", "autopilot", "plan", "shell"]
+AbortReason = Literal["user_initiated", "remote_command", "user_abort", "autopilot_credit_limit"]
 
 
 class EventData(BaseModel):
@@ -180,7 +183,7 @@ class SessionAutopilotStoppedData(EventData):
 
 class AbortData(EventData):
     TYPE = "abort"
-    reason: Literal["user_initiated", "remote_command", "user_abort"] = "user_initiated"
+    reason: AbortReason = "user_initiated"
 
 
 # --- messages and turns -----------------------------------------------------
@@ -189,8 +192,11 @@ class AbortData(EventData):
 class UserMessageData(EventData):
     TYPE = "user.message"
     content: str
-    agent_mode: Mode | None = None
+    agent_mode: AgentMode | None = None
     is_autopilot_continuation: bool | None = None
+    # What the model was sent (content with context such as the date prepended);
+    # Copilot writes its autopilot continuations with empty content and the text here.
+    transformed_content: str | None = None
     source: str | None = None
     # Set when a client gave the message an id (the SDK's ``session.send`` result).
     message_id: str | None = None
@@ -250,7 +256,8 @@ class ToolRequest(EventData):
     tool_call_id: str
     name: str
     arguments: Any = None
-    type: Literal["function"] = "function"
+    # "custom": a grammar-based tool call (e.g. gpt-5's apply_patch); absent means "function".
+    type: Literal["function", "custom"] | None = "function"
 
 
 class AssistantMessageData(EventData):
@@ -285,6 +292,16 @@ class ToolExecutionStartData(EventData):
     turn_id: str | None = None
 
 
+class ToolUserRequestedData(EventData):
+    """A tool the user ran themselves (Copilot's ``!command`` is ``local_shell``); its
+    ``tool.execution_complete`` carries ``isUserRequested`` and the output."""
+
+    TYPE = "tool.user_requested"
+    tool_call_id: str
+    tool_name: str
+    arguments: Any = None
+
+
 class ToolExecutionPartialResultData(EventData):
     TYPE = "tool.execution_partial_result"
     EPHEMERAL = True
@@ -310,6 +327,7 @@ class ToolExecutionCompleteData(EventData):
     error: ToolErrorPayload | None = None
     turn_id: str | None = None
     model: str | None = None
+    is_user_requested: bool | None = None
 
 
 # --- permissions -------------------------------------------------------------
@@ -337,7 +355,7 @@ class ElicitationRequestedData(EventData):
     TYPE = "elicitation.requested"
     request_id: str
     message: str
-    mode: Literal["form"] = "form"
+    mode: Literal["form", "url"] | None = "form"
     elicitation_source: str | None = None
     requested_schema: dict[str, Any] | None = None
 
@@ -415,6 +433,7 @@ DATA_TYPES: dict[str, type[EventData]] = {
         ToolExecutionStartData,
         ToolExecutionPartialResultData,
         ToolExecutionCompleteData,
+        ToolUserRequestedData,
         PermissionRequestedData,
         PermissionCompletedData,
         ElicitationRequestedData,

@@ -31,6 +31,8 @@ from agent.events import (
     SessionAutopilotStoppedData,
     SessionErrorData,
     SessionModeChangedData,
+    SessionResumeData,
+    SessionShutdownData,
     SessionStartData,
     SessionTaskCompleteData,
     SessionUsageCheckpointData,
@@ -554,13 +556,18 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
     for event in events:
         match event.data:
             case SessionStartData(start_time=started, context=ctx, selected_model=model):
+                if open_turn:  # a second session in one file: the first one's turn is over
+                    summary.outcome, open_turn = "interrupted", False
                 summary.started = started
                 summary.cwd = ctx.cwd if ctx else ""
                 summary.model = model or ""
+            case SessionShutdownData() | SessionResumeData() if open_turn:
+                # The process ended (or was replaced) mid-turn: the turn never finishes.
+                summary.outcome, open_turn = "interrupted", False
             case UserMessageData(content=content, agent_mode=mode):
                 if not summary.first_prompt:
                     summary.first_prompt = content
-                if mode:
+                if mode and mode != "shell":
                     summary.mode = mode
             case SessionModeChangedData(new_mode=mode):
                 summary.mode = mode

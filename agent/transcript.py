@@ -83,11 +83,14 @@ from agent.events import (
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
     ToolExecutionStartData,
+    ToolUserRequestedData,
     UnknownData,
     UserMessageData,
 )
+from agent.sent_text import sent_text
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
+from agent.user_shell import UserShell
 
 # --- the fold -------------------------------------------------------------------------
 
@@ -110,7 +113,10 @@ class Transcript:
         self.session_id: str | None = None
         self.cwd: str | None = None
         self.branch: str | None = None
-        self.model: str | None = None
+        self.model: str | None = None  # the model that answered last
+        # What the session asked for (session.start / model_change): may be an alias
+        # such as Copilot's "auto", which each turn resolves to a real model.
+        self.selected_model: str | None = None
         self.mode: Mode | None = None
         self.busy: bool = False
         self.events: int = 0  # events applied
@@ -145,6 +151,7 @@ class Transcript:
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
         self._compaction: NoticeBlock | None = None
         self._level_questions: set[str] = set()  # request ids of the permission-level question
+        self._shell = UserShell(self._new_id)  # the user's own !commands
 
     # --- public API -----------------------------------------------------------------
 
@@ -188,10 +195,17 @@ class Transcript:
                     changes = self._retry(turn, d.reason)
             case ToolExecutionStartData() as d:
                 changes = self._tool_start(d, ts)
+            case ToolExecutionPartialResultData() as d if self._shell.owns(d.tool_call_id):
+                changes = _updated(self._shell.partial(d))
             case ToolExecutionPartialResultData() as d:
                 changes = self._tool_partial(d)
+            case ToolExecutionCompleteData() as d if self._shell.owns(d.tool_call_id):
+                changes = _updated(self._shell.complete(d, ts))
             case ToolExecutionCompleteData() as d:
                 changes = self._tool_complete(d, ts)
+            case ToolUserRequestedData() as d:
+                shell, is_new = self._shell.requested(d, ts)
+                changes = [self._add(shell) if is_new else Change("updated", shell)]
             case PermissionRequestedData() as d:
                 changes = self._permission_requested(d, ts)
             case PermissionCompletedData() as d:
@@ -211,7 +225,7 @@ class Transcript:
             case AbortData() as d:
                 changes = self._abort(d, ts)
             case SessionStartData() as d:
-                changes = self._session_start(d)
+                changes = self._session_start(d, ts)
             case SessionResumeData() as d:
                 changes = self._resume(d, ts)
             case SessionModeChangedData() as d:
@@ -219,7 +233,7 @@ class Transcript:
                 msg = f"mode: {d.previous_mode} → {d.new_mode}"
                 changes = [self._add(NoticeBlock(self._new_id(), "mode", msg, timestamp=ts))]
             case SessionModelChangeData() as d:
-                self.model = d.new_model
+                self.model = self.selected_model = d.new_model
                 msg = f"model: {d.previous_model or '?'} → {d.new_model}"
                 changes = [self._add(NoticeBlock(self._new_id(), "model", msg, timestamp=ts))]
             case SessionInfoData() as d:
@@ -247,17 +261,24 @@ class Transcript:
                 changes = [self._raw(event.type, event.data, ts)]
         return dedupe(changes)
 
-    def finish_replay(self) -> None:
+    def finish_replay(self, *, finished: bool = False) -> list[Change]:
         """Settle ``busy`` after a persisted stream (which has no ``session.idle``).
 
         The session counts as idle unless work is visibly pending: a turn still
         running, a tool call not finished, or a user message no turn answered yet.
+        ``finished``: no process writes the file any more, so whatever is still
+        open never will finish: it is closed as interrupted (returns the changes).
         """
+        if finished:
+            changes = self._close_open(None)
+            self.busy = False
+            return changes
         self.busy = (
             self._open_turn is not None
             or bool(self._open_tools)
             or (bool(self.items) and isinstance(self.items[-1], UserBlock))
         )
+        return []
 
     def final_text(self) -> str | None:
         """The answer of the latest send.
@@ -276,6 +297,15 @@ class Transcript:
     def final_answer(self) -> str | None:
         """Same as :meth:`final_text`."""
         return self.final_text()
+
+    @property
+    def model_label(self) -> str:
+        """The model that answered last, with the alias the session asked for when it
+        differs: ``gpt-5-mini (auto)``."""
+        model, alias = self.model or "", self.selected_model
+        if alias and model and alias != model:
+            return f"{model} ({alias})"
+        return model or alias or ""
 
     @property
     def current_turn(self) -> TurnBlock | None:
@@ -328,7 +358,12 @@ class Transcript:
         if model:
             self.model = model
         turn = TurnBlock(
-            self._new_id(), self.turns, turn_id or None, model=model or self.model, started_at=ts
+            self._new_id(),
+            self.turns,
+            turn_id or None,
+            model=model or self.model,
+            requested_model=model or self.selected_model,
+            started_at=ts,
         )
         self.items.append(turn)
         self._open_turn = self._last_turn = self._recent_turn = turn
@@ -412,6 +447,32 @@ class Transcript:
             changes.append(Change("updated", turn))
         return changes
 
+    def _close_open(self, ts: datetime | None) -> list[Change]:
+        """The process writing the session is gone (shutdown, a new start, a finished
+        file): the open turn, tool calls, permission requests and shell commands are
+        closed as interrupted."""
+        changes = self._interrupt(ts, "aborted", recent=False)
+        for target in self._permissions.values():
+            match target:
+                case ToolCallBlock(permission="requested"):
+                    target.permission = "unanswered"
+                    changes.append(self._tool_change(target))
+                case NoticeBlock():
+                    target.message = f"{target.subtype or 'permission'}: never answered"
+                    changes.append(Change("updated", target))
+        self._permissions.clear()
+        changes += [Change("updated", shell) for shell in self._shell.interrupt(ts)]
+        return changes
+
+    def _answered_by(self, turn: TurnBlock, model: str) -> None:
+        """``model`` answered in ``turn``: it is the turn's model; what the turn had
+        (an alias such as "auto") stays as the model asked for."""
+        if turn.model != model:
+            if turn.requested_model is None:
+                turn.requested_model = turn.model
+            turn.model = model
+        self.model = model
+
     def _mark_interrupted(self, tool: ToolCallBlock) -> None:
         tool.status = "interrupted"
         tool.last_line = None
@@ -455,6 +516,8 @@ class Transcript:
     # --- handlers ---------------------------------------------------------------------
 
     def _user_message(self, d: UserMessageData, ts: datetime | None) -> list[Change]:
+        if d.agent_mode == "shell":  # a !command: the user's, not a prompt for the model
+            return [self._add(self._shell.message(d, ts))]
         nudge = bool(d.is_autopilot_continuation)
         if nudge:
             self.nudges_used += 1
@@ -473,7 +536,7 @@ class Transcript:
         self.busy = True
         block = UserBlock(
             self._new_id(),
-            d.content,
+            sent_text(d.content, d.transformed_content) if nudge else d.content,
             is_nudge=nudge,
             nudge_number=self.nudges_used if nudge else None,
             mode=self.mode,
@@ -535,8 +598,7 @@ class Transcript:
             turn.text = turn._text.text
             turn.cut_text = ""
         if d.model:
-            turn.model = turn.model or d.model
-            self.model = d.model
+            self._answered_by(turn, d.model)
         if d.output_tokens is not None and turn._usage_from == "message":
             self._set_turn_usage(turn, turn.input_tokens, d.output_tokens, turn.cost)
         changes.append(Change("updated", turn))
@@ -592,8 +654,8 @@ class Transcript:
             plus(turn.output_tokens, d.output_tokens),
             cost,
         )
-        if not turn.model:
-            turn.model = d.model
+        if d.model:
+            self._answered_by(turn, d.model)
         return [Change("updated", turn)]
 
     def _usage_checkpoint(self, d: SessionUsageCheckpointData) -> list[Change]:
@@ -753,25 +815,28 @@ class Transcript:
             self._add(AbortBlock(self._new_id(), d.reason, ts)),
         ]
 
-    def _session_start(self, d: SessionStartData) -> list[Change]:
+    def _session_start(self, d: SessionStartData, ts: datetime | None) -> list[Change]:
+        # Another session starts in the same file: what the last one left open is over.
+        changes = self._close_open(ts)
+        self.busy = False
         self.session_id = d.session_id
         if d.selected_model:
-            self.model = d.selected_model
+            self.model = self.selected_model = d.selected_model
         if d.context is not None:
             self.cwd, self.branch = d.context.cwd, d.context.branch
-        return []
+        return changes
 
     def _resume(self, d: SessionResumeData, ts: datetime | None) -> list[Change]:
         # Whatever the previous process left open will never finish; a turn it
         # closed on restart without any reply was cut short too.
-        changes = self._interrupt(ts, "aborted", recent=False)
+        changes = self._close_open(ts)
         turn = self._recent_turn
         if turn is not None and turn.status == "done" and not turn._text.finals:
             turn.status = "aborted"
             changes.append(Change("updated", turn))
         self.busy = False
         if d.selected_model:
-            self.model = d.selected_model
+            self.model = self.selected_model = d.selected_model
         if d.context is not None:
             self.cwd, self.branch = d.context.cwd, d.context.branch
         msg = f"session resumed ({d.event_count} events)"
@@ -815,6 +880,7 @@ class Transcript:
         return [Change("updated", notice)]
 
     def _shutdown(self, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
+        changes = self._close_open(ts)  # shut down mid-turn: nothing open will finish
         self.busy = False
         msg = f"session ended ({d.shutdown_type})"
         changed = d.code_changes
@@ -823,18 +889,24 @@ class Transcript:
                 f": {len(changed.files_modified)} file(s) changed,"
                 f" +{changed.lines_added} -{changed.lines_removed}"
             )
-        return [self._add(NoticeBlock(self._new_id(), "shutdown", msg, timestamp=ts))]
+        return [*changes, self._add(NoticeBlock(self._new_id(), "shutdown", msg, timestamp=ts))]
 
 
-def fold(events: Iterable[Event], *, replay: bool = False) -> Transcript:
+def _updated(block: Block | None) -> list[Change]:
+    return [] if block is None else [Change("updated", block)]
+
+
+def fold(events: Iterable[Event], *, replay: bool = False, finished: bool = False) -> Transcript:
     """Fold ``events`` into a new :class:`Transcript`.
 
     ``replay=True`` (a persisted file) calls :meth:`Transcript.finish_replay` at
-    the end so ``busy`` reflects the file rather than the last user message.
+    the end so ``busy`` reflects the file rather than the last user message;
+    ``finished=True`` (no process writes the file any more) also closes what is
+    still open as interrupted.
     """
     transcript = Transcript()
     for event in events:
         transcript.apply(event)
-    if replay:
-        transcript.finish_replay()
+    if replay or finished:
+        transcript.finish_replay(finished=finished)
     return transcript

@@ -19,6 +19,7 @@ from agent.blocks import (
     ErrorBlock,
     NoticeBlock,
     RawBlock,
+    ShellBlock,
     TaskCompleteBlock,
     ToolCallBlock,
     TurnBlock,
@@ -26,7 +27,16 @@ from agent.blocks import (
 )
 from agent.store import read_events, with_unreadable_rows
 from agent.transcript import Transcript, fold
-from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, summarize_arguments, tokens
+from app.export_shell import html_shell, md_shell
+from widgets.format import (
+    LIMIT_CUT_MARK,
+    abort_reason,
+    cost,
+    duration,
+    speed,
+    summarize_arguments,
+    tokens,
+)
 
 MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed block
 _BACKTICKS = re.compile(r"`{3,}")
@@ -81,12 +91,14 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
             return lines
         case ToolCallBlock():
             return _md_tool(block)
+        case ShellBlock():
+            return md_shell(block)
         case TaskCompleteBlock():
             return ["## ✔ Task complete", "", block.summary or "(no summary)"]
         case ErrorBlock():
             return [f"> **✗ Error ({block.error_type}):** {block.message}", ">", f"> {block.hint}"]
         case AbortBlock():
-            return ["> **■ Aborted** — the running turn was stopped."]
+            return [f"> **■ Aborted** — {abort_reason(block.reason)}"]
         case NoticeBlock():
             return [f"*{block.message}*"]
         case RawBlock():
@@ -97,7 +109,7 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
 
 
 def _turn_title(block: TurnBlock) -> str:
-    parts = [f"Turn {block.number}", block.model or "", duration(block.duration)]
+    parts = [f"Turn {block.number}", block.model_label, duration(block.duration)]
     usage = [
         f"{tokens(count)} {what}"
         for count, what in ((block.input_tokens, "in"), (block.output_tokens, "out"))
@@ -154,6 +166,7 @@ pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}
 .done{border:2px solid #1a7f37;border-radius:6px;padding:.2em 1em}
 .error{border:2px solid #cf222e;border-radius:6px;padding:.2em 1em}
 .notice{color:#57606a;font-style:italic} .cut{color:#57606a;white-space:pre-wrap}
+.shell{border-left:4px solid #57606a;padding:.2em .8em}
 """
 
 
@@ -196,6 +209,8 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
             )
         case ToolCallBlock():
             return _html_tool(block)
+        case ShellBlock():
+            return html_shell(block)
         case TaskCompleteBlock():
             return (
                 f'<div class="done"><h2>✔ Task complete</h2>{md.render(block.summary or "")}</div>'
@@ -206,7 +221,7 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
                 f"<br><i>{esc(block.hint)}</i></div>"
             )
         case AbortBlock():
-            return '<p class="notice">■ Aborted — the running turn was stopped.</p>'
+            return f'<p class="notice">■ Aborted — {esc(abort_reason(block.reason))}</p>'
         case NoticeBlock():
             return f'<p class="notice">{esc(block.message)}</p>'
         case RawBlock():

@@ -79,7 +79,7 @@ class ViewerScreen(Screen[None]):
         t = self.timeline.transcript
         self.status.show(
             t,
-            model=t.model or "",
+            model=t.model_label,
             mode=t.mode or "interactive",
             session_id=t.session_id or self.path.parent.name,
             busy=busy,

@@ -8,6 +8,20 @@ from typing import Any
 # A turn whose reply the provider cut at its output token limit (finish_reason length).
 LIMIT_CUT_MARK = "✂ cut at the model's output limit"
 
+# Why a turn was aborted, per the schema's reasons (an unknown one is shown as it is).
+_ABORT_REASONS = {
+    "user_initiated": "the running turn was stopped.",
+    "remote_command": "the running turn was stopped by a remote command.",
+    "user_abort": "the running turn was stopped at the user's request (via an MCP server).",
+    "autopilot_credit_limit": "autopilot reached its AI credit limit (--max-ai-credits).",
+}
+
+
+def abort_reason(reason: str) -> str:
+    """The sentence that says why a turn was aborted."""
+    return _ABORT_REASONS.get(reason) or f"the running turn was stopped ({reason})."
+
+
 # Which argument best says what a tool call does, per tool.
 _KEY_ARGUMENT = {
     "view": "path",

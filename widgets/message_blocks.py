@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from agent.blocks import AbortBlock, ErrorBlock, NoticeBlock, RawBlock, TaskCompleteBlock, UserBlock
+from widgets.format import abort_reason
 from widgets.lazy_rich import rich_markdown
 
 
@@ -32,11 +33,13 @@ class NudgeView(Static):
     def render(self) -> RenderableType:
         number = self.block.nudge_number or 0
         of = f" of {self.cap}" if self.cap else ""
-        first_line = self.block.content.split(". ")[0]
+        first = self.block.content.strip().split("\n")[0].split(". ")[0].strip()
+        if first and not first.endswith((".", "!", "?", ":")):
+            first += "."
         return Text.assemble(
             (f"↻ autopilot nudge {number}{of}", "bold"),
-            ("  ", ""),
-            (first_line + ".", "italic"),
+            ("  " if first else "", ""),
+            (first, "italic"),
         )
 
 
@@ -72,7 +75,7 @@ class AbortView(Static):
         self.block = block
 
     def render(self) -> RenderableType:
-        return Text("■ Aborted — the running turn was stopped. Send a message to go on.")
+        return Text(f"■ Aborted — {abort_reason(self.block.reason)} Send a message to go on.")
 
 
 class NoticeView(Static):

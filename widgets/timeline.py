@@ -24,6 +24,7 @@ from agent.blocks import (
     ErrorBlock,
     NoticeBlock,
     RawBlock,
+    ShellBlock,
     TaskCompleteBlock,
     ToolCallBlock,
     TurnBlock,
@@ -40,6 +41,7 @@ from widgets.message_blocks import (
     TaskCompleteView,
     UserMessageView,
 )
+from widgets.shell_view import ShellView
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
 from widgets.turn_view import TurnView
@@ -205,18 +207,28 @@ class Timeline(VerticalScroll):
             if not had_view and owner.block_id in self._views:
                 made.add(owner.block_id)
 
-    def load(self, events: Iterable[Event]) -> None:
-        """Earlier events (resume, replay): fold all, mount only the tail."""
+    def load(self, events: Iterable[Event], *, finished: bool = False) -> None:
+        """Earlier events (resume, replay): fold all, mount only the tail.
+
+        ``finished``: they are the whole of a file no process writes any more (see
+        :meth:`Transcript.finish_replay`)."""
         self.show_pending()
         for event in events:
             self.transcript.apply(event)
-        self.transcript.finish_replay()
+        self.transcript.finish_replay(finished=finished)
         items = self.transcript.items
         start = max(0, len(items) - self.max_mounted)
         self._first_mounted = len(items)
         self._mount_range(start, len(items), at_end=True)
         self._first_mounted = start
         self._update_load_row()
+
+    def finish_file(self) -> None:
+        """A replay reached the end of a file no process writes any more: what it left
+        open (a turn, a tool call, a permission request) is drawn as interrupted."""
+        self.show_pending()
+        for change in self.transcript.finish_replay(finished=True):
+            self._show(change)
 
     def reset(self, transcript: Transcript | None = None) -> None:
         """Forget everything shown (replay jumps rebuild from a window of the log)."""
@@ -262,7 +274,7 @@ class Timeline(VerticalScroll):
             if change.kind == "added" or item in self.transcript.items[-1:]:
                 self._append(item)
             return
-        if isinstance(view, TurnView | TurnDigest | ToolCard):
+        if isinstance(view, TurnView | TurnDigest | ToolCard | ShellView):
             view.sync()
         else:
             view.refresh()
@@ -297,8 +309,8 @@ class Timeline(VerticalScroll):
     def _make_view(self, item: Block, *, live: bool = False) -> Widget:
         match item:
             case TurnBlock():
-                show_model = item.model != self._last_model
-                self._last_model = item.model
+                show_model = item.model_label != self._last_model
+                self._last_model = item.model_label
                 if item.finished and not live:  # history (resume, replay, earlier turns)
                     return TurnDigest(item, show_model=show_model)
                 return TurnView(item, show_model=show_model)
@@ -308,6 +320,8 @@ class Timeline(VerticalScroll):
                 return UserMessageView(item)
             case ToolCallBlock():
                 return ToolCard(item)  # a call with no turn (foreign logs)
+            case ShellBlock():
+                return ShellView(item)
             case TaskCompleteBlock():
                 return TaskCompleteView(item)
             case ErrorBlock():

@@ -47,7 +47,7 @@ class TurnHeader(Static):
 def header_text(block: TurnBlock, *, show_model: bool) -> Text:
     """The turn's first line: number, model, duration, tokens, cost, retries, state."""
     text = Text.assemble((f"Turn {block.number}", "bold"))
-    parts = [block.model or ""] if show_model else []
+    parts = [block.model_label] if show_model else []
     if block.finished:
         parts.append(duration(block.duration))
     usage = []
