@@ -25,6 +25,7 @@ from agent.blocks import (
     TurnBlock,
     UserBlock,
 )
+from agent.session_lock import in_use_by
 from agent.store import read_events, with_unreadable_rows
 from agent.transcript import Transcript, fold
 from app.export_shell import html_shell, md_shell
@@ -44,7 +45,9 @@ _GLYPH = {"success": "✓", "failure": "✗", "interrupted": "■", "running": "
 
 
 def export_session(path: Path, fmt: str) -> str:
-    transcript = fold(with_unreadable_rows(read_events(path)), replay=True)
+    # A log no live loopdeck process writes is complete: what it left open is over.
+    finished = in_use_by(path.parent) is None
+    transcript = fold(with_unreadable_rows(read_events(path)), replay=True, finished=finished)
     return to_html(transcript) if fmt == "html" else to_markdown(transcript)
 
 

@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from agent.events import Event, event_from_json
 from agent.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
+from agent.session_lock import in_use_by
 from agent.store import unreadable_row
 from agent.transcript import Transcript
 from app.app_setup import set_up
@@ -103,6 +104,9 @@ class ReplayScreen(ViewerScreen):
     def __init__(self, path: Path, *, speed: float = 1.0) -> None:
         super().__init__(path, f"replay · {path.parent.name}")
         self.index = EventIndex.build(path)
+        # No live loopdeck process writes the file: what its end leaves open (a turn,
+        # a tool call, a permission request) never finishes and is drawn interrupted.
+        self.finished = in_use_by(path.parent) is None
         self.speed = speed
         self.position = 0  # events shown so far (the next one to show)
         self.playing = speed > 0
@@ -159,6 +163,8 @@ class ReplayScreen(ViewerScreen):
         event = self._event_at(self.position)
         self.position += 1
         self.timeline.apply(event if event is not None else unreadable_row("unreadable line"))
+        if self.finished and self.position == len(self.index):
+            self.timeline.finish_file()
         self._gap_note = ""
         self._update_bar()
 
@@ -174,7 +180,8 @@ class ReplayScreen(ViewerScreen):
         self.timeline.reset(transcript)
         if start > 0:
             self.timeline.mark(f"… {first_turn} earlier turns not loaded (press g to start over)")
-        self.timeline.load(self.index.read_rows(start, position))
+        at_end = self.finished and position == len(self.index)
+        self.timeline.load(self.index.read_rows(start, position), finished=at_end)
         self.position = position
         self._cache, self._cache_start = [], 0
         self._update_bar()
