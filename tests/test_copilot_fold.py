@@ -253,6 +253,7 @@ def test_a_shell_mode_user_message_and_its_call_are_one_row() -> None:
     announced["data"] = {"content": "!echo hello", "agentMode": "shell"}
     lines.insert(at, announced)
     t = fold_lines(lines)
+    assert "user.message" not in raw_types(t)
     (shell,) = [item for item in t.items if isinstance(item, ShellBlock)]
     assert (shell.command, shell.output, shell.tool_call_id) == (
         "echo hello",
