@@ -160,8 +160,10 @@ def _assert_closed(t: Transcript) -> None:
     (tool,) = tools(t)
     assert turn.status == "aborted"
     assert tool.status == "interrupted"
-    assert tool.permission != "requested"
-    assert "waiting for your approval" not in plain(card_renderable(tool, expanded=False))
+    assert tool.permission == "unanswered"
+    card = plain(card_renderable(tool, expanded=False))
+    assert "waiting for your approval" not in card
+    assert "■ bash" in card and "permission never answered" in card
     assert "working…" not in plain(header_text(turn, show_model=True))
     assert t.busy is False
 

@@ -136,6 +136,7 @@ _PERMISSION_NOTE = {
     "denied-by-rules": "denied by rule",
     "denied-interactively-by-user": "denied by you",
     "denied-no-approval-rule-and-could-not-request-from-user": "denied automatically",
+    "unanswered": "permission never answered",  # the session ended while it asked
 }
 
 
