@@ -64,7 +64,7 @@ def to_markdown(t: Transcript) -> str:
 
 def _facts(t: Transcript) -> list[str]:
     facts = [
-        ("Model", t.model),
+        ("Model", t.model_label),
         ("Mode", t.mode),
         ("Working directory", t.cwd),
         ("Turns", str(t.turns)),
