@@ -576,8 +576,8 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 open_turn = True
             case AssistantTurnEndData():
                 open_turn = False
-            case ToolExecutionCompleteData():
-                summary.tool_calls += 1
+            case ToolExecutionCompleteData(is_user_requested=by_user) if not by_user:
+                summary.tool_calls += 1  # the model's calls: a user's !command is none
             case SessionTaskCompleteData():
                 summary.outcome = "completed"
             case SessionErrorData():

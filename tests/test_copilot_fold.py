@@ -209,6 +209,12 @@ def test_sessions_copilot_does_not_list_a_shut_down_session_as_in_progress(
     (summary,) = SessionStore(tmp_path).list_sessions()
     assert summary.outcome == "interrupted"
 
+
+def test_the_sessions_listing_does_not_count_a_users_command_as_a_tool_call() -> None:
+    events = [event_from_dict(line) for line in lines_of(SHELL)]
+    summary = summarize_events(events, SessionSummary(id="x", path=SHELL))
+    assert (summary.turns, summary.tool_calls) == (2, 0)
+
     events = [event_from_dict(line) for line in lines_of(PERMISSION)]
     summary = summarize_events(events, SessionSummary(id="x", path=PERMISSION))
     assert summary.outcome == "interrupted"
