@@ -28,6 +28,7 @@ from agent.blocks import AbortBlock, RawBlock, ShellBlock, ToolCallBlock, TurnBl
 from agent.events import AssistantMessageData, event_from_dict
 from agent.store import SessionStore, SessionSummary, summarize_events
 from agent.transcript import Transcript, fold
+from app.cli import main
 from app.export import export_session, to_html, to_markdown
 from widgets.format import abort_reason
 from widgets.message_blocks import AbortView, NudgeView
@@ -201,13 +202,21 @@ def test_exports_of_a_cut_off_log_show_nothing_running(tmp_path: Path) -> None:
 
 
 def test_sessions_copilot_does_not_list_a_shut_down_session_as_in_progress(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "session-state" / "36c83a2f-a9d2-4e51-a566-babdfac76e07"
     folder.mkdir(parents=True)
     shutil.copy(PERMISSION, folder / "events.jsonl")
     (summary,) = SessionStore(tmp_path).list_sessions()
     assert summary.outcome == "interrupted"
+
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    capsys.readouterr()
+    assert main(["sessions", "--copilot"]) == 0
+    _header, row = capsys.readouterr().out.splitlines()[:2]
+    assert row.startswith("36c83a2f")
+    assert " interrupted " in row and "in progress" not in row
 
 
 def test_the_sessions_listing_does_not_count_a_users_command_as_a_tool_call() -> None:
