@@ -265,7 +265,8 @@ class Transcript:
         """Settle ``busy`` after a persisted stream (which has no ``session.idle``).
 
         The session counts as idle unless work is visibly pending: a turn still
-        running, a tool call not finished, or a user message no turn answered yet.
+        running, a tool call or a user's command not finished, or a user message no
+        turn answered yet.
         ``finished``: no process writes the file any more, so whatever is still
         open never will finish: it is closed as interrupted (returns the changes).
         """
@@ -276,6 +277,7 @@ class Transcript:
         self.busy = (
             self._open_turn is not None
             or bool(self._open_tools)
+            or self._shell.running
             or (bool(self.items) and isinstance(self.items[-1], UserBlock))
         )
         return []

@@ -50,6 +50,11 @@ class UserShell:
     def owns(self, tool_call_id: str) -> bool:
         return tool_call_id in self._by_call
 
+    @property
+    def running(self) -> bool:
+        """Whether a command has not finished yet."""
+        return bool(self._open)
+
     def message(self, d: UserMessageData, ts: datetime | None) -> ShellBlock:
         """A ``user.message`` in shell mode: the command, its output to come."""
         command = d.content.strip()

@@ -290,6 +290,17 @@ def test_a_shell_command_cut_off_by_shutdown_is_interrupted() -> None:
     t = fold_lines(lines)
     (shell,) = [item for item in t.items if isinstance(item, ShellBlock)]
     assert shell.status == "interrupted"
+    assert "interrupted" in plain(shell_renderable(shell))
+
+
+def test_a_shell_command_still_running_keeps_a_live_file_busy() -> None:
+    lines = lines_of(SHELL)
+    at = next(i for i, line in enumerate(lines) if line["type"] == "tool.user_requested")
+    running = lines[: at + 1]  # the file as a live writer left it: the command runs
+    (shell,) = [item for item in fold_lines(running).items if isinstance(item, ShellBlock)]
+    assert shell.status == "running"
+    assert fold_lines(running).busy is True
+    assert fold_lines(running, finished=True).busy is False
 
 
 # --- 6. every abort reason --------------------------------------------------------------
