@@ -263,6 +263,16 @@ def test_a_users_shell_command_is_drawn_with_its_output() -> None:
     assert "<pre>hello</pre>" in to_html(t)
 
 
+def test_a_shell_command_is_escaped_in_both_exports() -> None:
+    lines = lines_of(SHELL)
+    (call,) = [line for line in lines if line["type"] == "tool.user_requested"]
+    call["data"]["arguments"]["command"] = "echo '`<b>x</b>`'"
+    t = fold_lines(lines)
+    markdown = to_markdown(t)
+    assert "**Shell** `` $ echo '`<b>x</b>`' `` · ✓" in markdown
+    assert "<code>$ echo &#x27;`&lt;b&gt;x&lt;/b&gt;`&#x27;</code>" in to_html(t)
+
+
 def test_a_shell_mode_user_message_and_its_call_are_one_row() -> None:
     lines = lines_of(SHELL)
     at = next(i for i, line in enumerate(lines) if line["type"] == "tool.user_requested")
