@@ -185,6 +185,29 @@ def test_a_later_session_start_closes_what_the_one_before_left_open() -> None:
     assert [turn.status for turn in later] == ["done", "done"]
 
 
+def test_a_later_resume_closes_what_the_process_before_left_open() -> None:
+    lines = without(lines_of(PERMISSION), "session.shutdown")
+    last = lines[-1]
+    # Copilot's own resume line (as irrlicht's session-resume recording has it).
+    resume = {"resumeTime": last["timestamp"], "eventCount": len(lines), "selectedModel": "auto"}
+    lines.append(
+        {
+            "type": "session.resume",
+            "data": resume,
+            "id": "5c1e9b7a-2f4d-4e8b-a6c3-9d0e1f2a3b4c",
+            "timestamp": last["timestamp"],
+            "parentId": last["id"],
+        }
+    )
+    t = fold_lines(lines)
+    (tool,) = tools(t)
+    assert (turns(t)[0].status, tool.status, tool.permission) == (
+        "aborted",
+        "interrupted",
+        "unanswered",
+    )
+
+
 def test_the_end_of_a_finished_file_closes_what_is_open() -> None:
     cut = without(lines_of(PERMISSION), "session.shutdown")
     assert fold_lines(cut).busy is True  # a file still being written: it may go on
