@@ -59,6 +59,7 @@ from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
 from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
 from agent.permission_level import PermissionLevelChoice
+from agent.plan_mode import PlanMode, plan_registry
 from agent.permissions import PermissionPolicy
 from agent.prompt import build_system_prompt, git_branch
 from agent.sandbox.policy import Sandbox
@@ -66,6 +67,7 @@ from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
 from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
+from agent.tools.exit_plan_mode import ExitPlanModeTool
 from agent.tools.registry import ToolRegistry, default_tools
 from agent.usage import UsageLedger
 
@@ -136,6 +138,8 @@ class Session:
         self.permissions = PermissionGate(self, policy)
         # Autopilot's permission level, asked once by the app (see agent.permission_level).
         self.permission_level = PermissionLevelChoice(self)
+        # The plan, and the question that leaves plan mode (agent.plan_mode).
+        self.plan = PlanMode(self)
         # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
         self.hooks = LoopHooks()
         # None: shell commands run unconfined (a library user that did not ask for one).
@@ -502,7 +506,10 @@ class Session:
     def tools_for(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
         if registry is None:
-            registry = self._registries[mode] = self._registry_factory(mode)
+            registry = self._registry_factory(mode)
+            if mode == "plan":  # read-only, whatever the factory offers
+                registry = plan_registry(registry, ExitPlanModeTool(self.plan))
+            self._registries[mode] = registry
         return registry
 
     def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:
@@ -515,6 +522,9 @@ class Session:
         )
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
+        if self._mode == "plan" and request.name not in self.tools():
+            if request.name in self.tools_for("autopilot"):  # else: unknown, said by the loop
+                return self.plan.refusal(request.name)
         return await self.permissions.check(request)
 
     def system_prompt(self) -> str:
