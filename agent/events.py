@@ -373,7 +373,6 @@ class ExternalToolCompletedData(EventData):
     request_id: str
 
 
-
 # --- plan mode ----------------------------------------------------------------
 
 # What the user may do with a proposed plan (the SDK's ExitPlanModeAction).

@@ -59,8 +59,8 @@ from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
 from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
 from agent.permission_level import PermissionLevelChoice
-from agent.plan_mode import PlanMode, plan_registry
 from agent.permissions import PermissionPolicy
+from agent.plan_mode import PlanMode, plan_registry
 from agent.prompt import build_system_prompt, git_branch
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
@@ -522,9 +522,14 @@ class Session:
         )
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
-        if self._mode == "plan" and request.name not in self.tools():
-            if request.name in self.tools_for("autopilot"):  # else: unknown, said by the loop
-                return self.plan.refusal(request.name)
+        # In plan mode a known tool that is not offered (a write, the shell) is refused
+        # with the reason; an unknown name fails in the loop like in any mode.
+        if (
+            self._mode == "plan"
+            and request.name not in self.tools()
+            and request.name in self.tools_for("autopilot")
+        ):
+            return self.plan.refusal(request.name)
         return await self.permissions.check(request)
 
     def system_prompt(self) -> str:

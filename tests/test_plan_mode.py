@@ -40,9 +40,7 @@ class FakeReviewer:
 
 def _results(events: list[Any]) -> dict[str, ToolExecutionCompleteData]:
     return {
-        e.data.tool_call_id: e.data
-        for e in events
-        if isinstance(e.data, ToolExecutionCompleteData)
+        e.data.tool_call_id: e.data for e in events if isinstance(e.data, ToolExecutionCompleteData)
     }
 
 
@@ -129,7 +127,10 @@ async def test_approved_plan_moves_to_autopilot_and_the_loop_goes_on(tmp_path: P
 
 
 async def test_keep_planning_sends_the_feedback_to_the_model(tmp_path: Path) -> None:
-    revised = {"name": "exit_plan_mode", "arguments": {"summary": "v2", "plan": PLAN + "\n3. Docs."}}
+    revised = {
+        "name": "exit_plan_mode",
+        "arguments": {"summary": "v2", "plan": PLAN + "\n3. Docs."},
+    }
     model = scripted(
         [
             {"text": "Plan.", "tool_calls": [{**EXIT, "id": "first"}]},

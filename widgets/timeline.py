@@ -23,6 +23,7 @@ from agent.blocks import (
     Change,
     ErrorBlock,
     NoticeBlock,
+    PlanBlock,
     RawBlock,
     TaskCompleteBlock,
     ToolCallBlock,
@@ -40,6 +41,7 @@ from widgets.message_blocks import (
     TaskCompleteView,
     UserMessageView,
 )
+from widgets.plan_view import PlanView
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
 from widgets.turn_view import TurnView
@@ -316,6 +318,8 @@ class Timeline(VerticalScroll):
                 return AbortView(item)
             case NoticeBlock():
                 return NoticeView(item)
+            case PlanBlock():
+                return PlanView(item)
             case RawBlock():
                 return RawView(item)
         raise TypeError(f"no view for {type(item).__name__}")  # pragma: no cover
