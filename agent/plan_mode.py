@@ -78,12 +78,20 @@ def mode_after(action: PlanAction) -> Mode:
     return "autopilot" if action in ("autopilot", "autopilot_fleet") else "interactive"
 
 
+EXIT_TOOL = "exit_plan_mode"
+
+
+def read_only(full: ToolRegistry) -> list[Tool]:
+    """The tools of ``full`` that only read (plan mode's, with exit_plan_mode)."""
+    tools = (full.get(name) for name in full.names())
+    return [t for t in tools if t is not None and t.kind == "read" and t.name != EXIT_TOOL]
+
+
 def plan_registry(full: ToolRegistry, exit_tool: Tool) -> ToolRegistry:
     """The tools offered in plan mode: the read-only ones of ``full``, and ``exit_tool``."""
     from agent.tools.registry import ToolRegistry
 
-    tools = [t for name in full.names() if (t := full.get(name)) is not None and t.kind == "read"]
-    return ToolRegistry([t for t in tools if t.name != exit_tool.name] + [exit_tool])
+    return ToolRegistry([*read_only(full), exit_tool])
 
 
 class PlanHost(Protocol):

@@ -21,7 +21,7 @@ class ExitPlanModeArgs(ToolArgs):
 
 
 class ExitPlanModeTool(Tool):
-    name = "exit_plan_mode"
+    name = "exit_plan_mode"  # agent.plan_mode.EXIT_TOOL
     description = (
         "Call this when your plan is ready: it shows the plan to the user, who approves it "
         "(then you implement it) or asks you to keep planning (you get their feedback). "
