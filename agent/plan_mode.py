@@ -226,7 +226,7 @@ class PlanMode:
         self.host.set_mode(mode_after(action))
         said = f" Their note: {feedback}" if feedback else ""
         if action == "exit_only":
-            if self.reviewer is None:
+            if decision is UNATTENDED:
                 return ToolResult(
                     content="The plan is saved. Nobody can review it in this run, so plan "
                     "mode has ended without implementing it: do not change anything. End "
