@@ -41,6 +41,7 @@ from agent.events import (
 from agent.tools.base import ToolResult
 
 if TYPE_CHECKING:
+    from agent.blocks import PlanBlock
     from agent.models.base import ModelClient
     from agent.store import SessionStore
     from agent.tools.base import Tool
@@ -72,6 +73,28 @@ class PlanDecision:
 
 PlanReviewer = Callable[[PlanReview], Awaitable[PlanDecision]]
 UNATTENDED = PlanDecision("exit_only")
+
+
+_DECIDED = {
+    "interactive": "approved — implementing in interactive mode",
+    "autopilot": "approved — implementing in autopilot",
+    "autopilot_fleet": "approved — implementing in autopilot",
+    "exit_only": "approved — plan mode ended, nothing implemented",
+}
+
+
+def outcome_text(block: PlanBlock) -> str:
+    """A proposed plan's state in words, for the timeline and exports."""
+    match block.status:
+        case "pending":
+            text = "◆ awaiting your approval"
+        case "approved":
+            text = "✔ " + _DECIDED.get(block.selected_action or "interactive", "approved")
+        case "rejected":
+            text = "↺ not approved — keep planning"
+        case _:
+            text = "■ unanswered (the turn was stopped)"
+    return text
 
 
 def mode_after(action: PlanAction) -> Mode:

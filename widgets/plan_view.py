@@ -24,28 +24,13 @@ from textual.widgets import Input, Static
 import widgets.permission_prompt as permission_prompt
 from agent.blocks import PlanBlock
 from agent.events import PlanAction
+from agent.plan_mode import outcome_text
 from widgets.lazy_rich import rich_markdown
-
-_DECIDED = {
-    "interactive": "approved — implementing in interactive mode",
-    "autopilot": "approved — implementing in autopilot",
-    "autopilot_fleet": "approved — implementing in autopilot",
-    "exit_only": "approved — plan mode ended, nothing implemented",
-}
 
 
 def plan_status(block: PlanBlock) -> Text:
     """The plan's one-line state: waiting, approved (and how), or sent back."""
-    match block.status:
-        case "pending":
-            return Text("◆ awaiting your approval", style="bold")
-        case "approved":
-            action = block.selected_action or "interactive"
-            text = Text(f"✔ {_DECIDED.get(action, 'approved')}", style="bold")
-        case "rejected":
-            text = Text("↺ not approved — keep planning", style="bold")
-        case _:
-            text = Text("■ unanswered (the turn was stopped)", style="bold")
+    text = Text(outcome_text(block), style="bold")
     if block.feedback:
         text.append(f"  “{block.feedback}”", style="italic")
     return text
