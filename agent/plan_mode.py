@@ -24,8 +24,6 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -35,70 +33,18 @@ from agent.events import (
     ExitPlanModeCompletedData,
     ExitPlanModeRequestedData,
     Mode,
-    PlanAction,
     SessionPlanChangedData,
 )
+from agent.plan_review import UNATTENDED, PlanDecision, PlanReview, PlanReviewer, mode_after
 from agent.tools.base import ToolResult
 
 if TYPE_CHECKING:
-    from agent.blocks import PlanBlock
     from agent.models.base import ModelClient
     from agent.store import SessionStore
     from agent.tools.base import Tool
     from agent.tools.registry import ToolRegistry
 
 PLAN_FILE = "plan.md"
-# What the app offers, the recommended first.
-ACTIONS: tuple[PlanAction, ...] = ("interactive", "autopilot", "exit_only")
-
-
-@dataclass(frozen=True, slots=True)
-class PlanReview:
-    """A plan put to the user: answer it with a :class:`PlanDecision`."""
-
-    request_id: str
-    summary: str
-    plan: str
-    actions: tuple[PlanAction, ...] = ACTIONS
-    recommended: PlanAction = "interactive"
-
-
-@dataclass(frozen=True, slots=True)
-class PlanDecision:
-    """``action`` None: not approved, keep planning (with ``feedback`` for the model)."""
-
-    action: PlanAction | None
-    feedback: str | None = None
-
-
-PlanReviewer = Callable[[PlanReview], Awaitable[PlanDecision]]
-UNATTENDED = PlanDecision("exit_only")
-
-
-_DECIDED = {
-    "interactive": "approved — implementing in interactive mode",
-    "autopilot": "approved — implementing in autopilot",
-    "autopilot_fleet": "approved — implementing in autopilot",
-    "exit_only": "approved — plan mode ended, nothing implemented",
-}
-
-
-def outcome_text(block: PlanBlock) -> str:
-    """A proposed plan's state in words, for the timeline and exports."""
-    match block.status:
-        case "pending":
-            text = "◆ awaiting your approval"
-        case "approved":
-            text = "✔ " + _DECIDED.get(block.selected_action or "interactive", "approved")
-        case "rejected":
-            text = "↺ not approved — keep planning"
-        case _:
-            text = "■ unanswered (the turn was stopped)"
-    return text
-
-
-def mode_after(action: PlanAction) -> Mode:
-    return "autopilot" if action in ("autopilot", "autopilot_fleet") else "interactive"
 
 
 EXIT_TOOL = "exit_plan_mode"
@@ -136,7 +82,22 @@ class PlanMode:
         # Set by a UI (or an SDK app) that can ask the user; None: UNATTENDED.
         self.reviewer: PlanReviewer | None = None
         self.pending: PlanReview | None = None  # asked now, not yet answered
+        self.unanswered: set[str] = set()  # request ids in the log without an answer
         self._text: str | None = None  # the plan of a session without a folder
+
+    def fold(self, event: Event) -> None:
+        match event.data:
+            case ExitPlanModeRequestedData(request_id=rid):
+                self.unanswered.add(rid)
+            case ExitPlanModeCompletedData(request_id=rid):
+                self.unanswered.discard(rid)
+            case _:
+                pass
+
+    def settle_unanswered(self) -> None:
+        """On resume: a question the last run left open is closed, unanswered."""
+        for request_id in sorted(self.unanswered):
+            self.host.emit(ExitPlanModeCompletedData(request_id=request_id))
 
     # --- the plan ------------------------------------------------------------------
 

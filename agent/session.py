@@ -356,6 +356,7 @@ class Session:
 
     def _close_dangling(self) -> None:
         """A crash can leave tool calls and a turn open: close them as interrupted."""
+        self.plan.settle_unanswered()
         for call_id in list(self.history.open_calls):
             self.emit(
                 ToolExecutionCompleteData(
@@ -420,6 +421,7 @@ class Session:
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
         self.permission_level.fold(event)
+        self.plan.fold(event)
         match event.data:
             case AssistantTurnStartData(turn_id=turn_id):
                 self._model_calls += 1

@@ -21,7 +21,7 @@ from textual.widgets import Static
 from agent.events import Event, Mode, SessionIdleData
 from agent.permission_level import Level
 from agent.permissions import PermissionAnswer, PermissionPrompt
-from agent.plan_mode import PlanDecision, PlanReview
+from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app.app_setup import set_up
 from widgets.permission_level import PermissionLevelScreen

@@ -25,7 +25,7 @@ from agent.blocks import (
     TurnBlock,
     UserBlock,
 )
-from agent.plan_mode import outcome_text
+from agent.plan_review import outcome_text
 from agent.store import read_events, with_unreadable_rows
 from agent.transcript import Transcript, fold
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, summarize_arguments, tokens

@@ -15,7 +15,7 @@ from agent.events import (
     SessionPlanChangedData,
     ToolExecutionCompleteData,
 )
-from agent.plan_mode import PlanDecision, PlanReview
+from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from agent.transcript import Transcript
 from tests.scripting import new_session, scripted
@@ -197,3 +197,48 @@ async def test_abort_while_asked_settles_the_request(tmp_path: Path) -> None:
     assert session.plan.pending is None and session.mode == "plan"
     assert rec.types()[-1] == "session.idle"
     await session.close()
+
+
+async def test_resume_closes_a_question_a_crash_left_open(tmp_path: Path) -> None:
+    """The last run died while the plan waited for the user: resume settles it."""
+    import asyncio
+    import shutil
+
+    from agent.session import Session
+
+    store = SessionStore(tmp_path / "home")
+    model = scripted([{"text": "Plan.", "tool_calls": [EXIT]}])
+    session, rec = await new_session(model, tmp_path, mode="plan", store=store)
+    asked = asyncio.Event()
+
+    async def never(review: PlanReview) -> PlanDecision:
+        asked.set()
+        await asyncio.Future()
+        raise AssertionError("unreachable")
+
+    session.plan.reviewer = never
+    session.send("add greet")
+    await asked.wait()
+    await asyncio.wait_for(_written(rec, "exit_plan_mode.requested"), 10)
+    # What a crash at this moment leaves on disk: the request, no answer.
+    crashed = "0badc0de-0000-4000-8000-000000000001"
+    shutil.copytree(store.session_dir(session.id), store.session_dir(crashed))
+    await session.close()
+
+    resumed = await Session.resume(store=store, session_id=crashed, model=scripted([]))
+    after = [e.data for e in resumed.backlog if isinstance(e.data, ExitPlanModeCompletedData)]
+    assert len(after) == 1 and after[0].approved is None
+    assert not resumed.plan.unanswered
+    transcript = Transcript()
+    for event in resumed.backlog:
+        transcript.apply(event)
+    assert transcript.plan is not None and transcript.plan.status == "unanswered"
+    assert resumed.plan.read() == PLAN
+    await resumed.close()
+
+
+async def _written(rec: Any, etype: str) -> None:
+    import asyncio
+
+    while not rec.of(etype):
+        await asyncio.sleep(0.01)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.plan_mode import PlanDecision, PlanReview
+from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app.export import export_session
 from app.viewer import ReplayScreen, ViewerApp

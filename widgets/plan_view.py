@@ -24,7 +24,7 @@ from textual.widgets import Input, Static
 import widgets.permission_prompt as permission_prompt
 from agent.blocks import PlanBlock
 from agent.events import PlanAction
-from agent.plan_mode import outcome_text
+from agent.plan_review import outcome_text
 from widgets.lazy_rich import rich_markdown
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agent.plan_mode import UNATTENDED, PlanDecision, PlanReview, PlanReviewer
+from agent.plan_review import UNATTENDED, PlanDecision, PlanReview, PlanReviewer
 from agent.session import Session
 from app.server.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
 
