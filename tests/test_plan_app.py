@@ -228,3 +228,21 @@ async def test_the_plan_panel_shows_the_current_plan(workspace: Path) -> None:
         assert "Change the greeting" in (panel_text(h) or "")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(h.app.screen, PlanPanel), "closed")
+
+
+async def test_keys_pressed_as_the_question_appears_do_not_answer(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(permission_prompt, "ARM_DELAY", 60.0)
+    h = Harness(workspace, mode="plan", turns=[{"text": "Plan.", "tool_calls": [PROPOSE]}])
+    async with h.app.run_test(size=SIZE) as pilot:
+        await opened(pilot, h)
+        await send(pilot, h, "fix the greeting")
+        await wait_for(pilot, lambda: approval(h) is not None, "the question")
+        await pilot.press("1", "2")
+        await pilot.pause()
+        assert approval(h) is not None and not completions(h)
+        assert h.session.mode == "plan" and h.session.plan.pending is not None
+        await pilot.press("shift+tab")  # no mode switch under a waiting plan
+        await pilot.pause()
+        assert h.session.mode == "plan"
