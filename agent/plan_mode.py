@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from agent.tools.registry import ToolRegistry
 
 PLAN_FILE = "plan.md"
-
-
 EXIT_TOOL = "exit_plan_mode"
 
 
