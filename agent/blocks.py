@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
-from agent.events import Mode
+from agent.events import Mode, PlanAction
 from agent.turn_speed import SpeedMeter
 
 TurnStatus = Literal["running", "done", "aborted", "error"]
@@ -28,6 +28,7 @@ NoticeKind = Literal[
     "permission",
     "autopilot",
     "shutdown",
+    "plan",
 ]
 ChangeKind = Literal["added", "updated"]
 
@@ -287,6 +288,21 @@ class NoticeBlock:
 
 
 @dataclass(slots=True, eq=False)
+class PlanBlock:
+    """A plan the model proposed with exit_plan_mode, and what the user decided."""
+
+    block_id: int
+    request_id: str
+    summary: str
+    plan: str
+    # pending, then approved / keep planning / unanswered (aborted while asked)
+    status: Literal["pending", "approved", "rejected", "unanswered"] = "pending"
+    selected_action: PlanAction | None = None
+    feedback: str | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(slots=True, eq=False)
 class RawBlock:
     """An event loopdeck does not know (or whose data did not fit), kept verbatim."""
 
@@ -305,6 +321,7 @@ Block: TypeAlias = (
     | ErrorBlock
     | AbortBlock
     | NoticeBlock
+    | PlanBlock
     | RawBlock
 )
 

@@ -34,10 +34,20 @@ _TOOL_GUIDANCE = {
     "`git status`/`git diff`. Avoid commands that wait for input or never end "
     "(editors, servers, watch modes), and destructive ones (`rm -rf`, "
     "`git reset --hard`, `git push`) unless the user asked for them.",
+    "exit_plan_mode": "show your finished plan to the user and ask to leave plan mode.",
     "task_complete": "declare the whole task finished, with a short summary of what "
     "you did and how you checked it. It ends your work on the task.",
 }
-_TOOL_ORDER = ("view", "grep", "glob", "edit", "create", "bash", "task_complete")
+_TOOL_ORDER = (
+    "view",
+    "grep",
+    "glob",
+    "edit",
+    "create",
+    "bash",
+    "exit_plan_mode",
+    "task_complete",
+)
 
 _INSTRUCTION_FILES = ("AGENTS.md", ".github/copilot-instructions.md")
 
@@ -195,11 +205,18 @@ def _mode_section(mode: str, tools: set[str]) -> str:
             + finish
         )
     if mode == "plan":
+        finish = (
+            "When the plan is ready, call exit_plan_mode with a one-line summary and the "
+            "plan: the user approves it (then you implement it) or tells you what to change."
+            if "exit_plan_mode" in tools
+            else "Reply with the plan and stop."
+        )
         return (
             "# Mode: plan\n"
-            "Don't change anything yet. Investigate the code, then reply with a concrete "
-            "plan: the steps, the files each touches, and how to verify the result. Don't "
-            "edit files or run commands that modify anything."
+            "Don't change anything yet: you may only read (no edits, no shell commands). "
+            "Investigate the code, and if something the plan depends on is unclear, ask the "
+            "user (end your turn with the question). Then write a concrete plan in Markdown: "
+            "the steps, the files each touches, and how to verify the result. " + finish
         )
     raise ValueError(f"unknown mode {mode!r}")
 

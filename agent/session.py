@@ -60,12 +60,14 @@ from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
 from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
+from agent.plan_mode import PlanMode, plan_registry
 from agent.prompt import build_system_prompt, git_branch
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
 from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
+from agent.tools.exit_plan_mode import ExitPlanModeTool
 from agent.tools.registry import ToolRegistry, default_tools
 from agent.usage import UsageLedger
 
@@ -136,6 +138,8 @@ class Session:
         self.permissions = PermissionGate(self, policy)
         # Autopilot's permission level, asked once by the app (see agent.permission_level).
         self.permission_level = PermissionLevelChoice(self)
+        # The plan, and the question that leaves plan mode (agent.plan_mode).
+        self.plan = PlanMode(self)
         # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
         self.hooks = LoopHooks()
         # None: shell commands run unconfined (a library user that did not ask for one).
@@ -352,6 +356,7 @@ class Session:
 
     def _close_dangling(self) -> None:
         """A crash can leave tool calls and a turn open: close them as interrupted."""
+        self.plan.settle_unanswered()
         for call_id in list(self.history.open_calls):
             self.emit(
                 ToolExecutionCompleteData(
@@ -416,6 +421,7 @@ class Session:
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
         self.permission_level.fold(event)
+        self.plan.fold(event)
         match event.data:
             case AssistantTurnStartData(turn_id=turn_id):
                 self._model_calls += 1
@@ -502,7 +508,10 @@ class Session:
     def tools_for(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
         if registry is None:
-            registry = self._registries[mode] = self._registry_factory(mode)
+            registry = self._registry_factory(mode)
+            if mode == "plan":  # read-only, whatever the factory offers
+                registry = plan_registry(registry, ExitPlanModeTool(self.plan))
+            self._registries[mode] = registry
         return registry
 
     def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:
@@ -515,6 +524,14 @@ class Session:
         )
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
+        # In plan mode a known tool that is not offered (a write, the shell) is refused
+        # with the reason; an unknown name fails in the loop like in any mode.
+        if (
+            self._mode == "plan"
+            and request.name not in self.tools()
+            and request.name in self.tools_for("autopilot")
+        ):
+            return self.plan.refusal(request.name)
         return await self.permissions.check(request)
 
     def system_prompt(self) -> str:

@@ -33,6 +33,7 @@ from agent.blocks import (
     Change,
     ErrorBlock,
     NoticeBlock,
+    PlanBlock,
     RawBlock,
     TaskCompleteBlock,
     ToolCallBlock,
@@ -60,6 +61,8 @@ from agent.events import (
     ElicitationRequestedData,
     Event,
     EventData,
+    ExitPlanModeCompletedData,
+    ExitPlanModeRequestedData,
     ExternalToolCompletedData,
     ExternalToolRequestedData,
     Mode,
@@ -74,6 +77,7 @@ from agent.events import (
     SessionInfoData,
     SessionModeChangedData,
     SessionModelChangeData,
+    SessionPlanChangedData,
     SessionResumeData,
     SessionShutdownData,
     SessionStartData,
@@ -91,6 +95,12 @@ from agent.sent_text import sent_text
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
 from agent.user_shell import UserShell
+
+_PLAN_NOTICE = {
+    "create": "plan written",
+    "update": "plan updated",
+    "delete": "plan deleted",
+}
 
 # --- the fold -------------------------------------------------------------------------
 
@@ -152,6 +162,8 @@ class Transcript:
         self._compaction: NoticeBlock | None = None
         self._level_questions: set[str] = set()  # request ids of the permission-level question
         self._shell = UserShell(self._new_id)  # the user's own !commands
+        self.plan: PlanBlock | None = None  # the latest plan proposed with exit_plan_mode
+        self._plans: dict[str, PlanBlock] = {}  # by request id, until answered
 
     # --- public API -----------------------------------------------------------------
 
@@ -255,6 +267,13 @@ class Transcript:
                 changes = [self._add(notice)]
             case SessionShutdownData() as d:
                 changes = self._shutdown(d, ts)
+            case SessionPlanChangedData() as d:
+                msg = _PLAN_NOTICE.get(d.operation, f"plan: {d.operation}")
+                changes = [self._add(NoticeBlock(self._new_id(), "plan", msg, timestamp=ts))]
+            case ExitPlanModeRequestedData() as d:
+                changes = self._plan_requested(d, ts)
+            case ExitPlanModeCompletedData() as d:
+                changes = self._plan_completed(event, d, ts)
             case UnknownData() as d:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:
@@ -351,6 +370,25 @@ class Transcript:
         message = permission_level.notice(level)
         notice = NoticeBlock(self._new_id(), "permission", message, subtype="level", timestamp=ts)
         return [self._add(notice)]
+
+    def _plan_requested(self, d: ExitPlanModeRequestedData, ts: datetime | None) -> list[Change]:
+        block = PlanBlock(self._new_id(), d.request_id, d.summary, d.plan_content, timestamp=ts)
+        self._plans[d.request_id] = block
+        self.plan = block
+        return [self._add(block)]
+
+    def _plan_completed(
+        self, event: Event, d: ExitPlanModeCompletedData, ts: datetime | None
+    ) -> list[Change]:
+        block = self._plans.pop(d.request_id, None)
+        if block is None:
+            return [self._raw(event.type, d, ts)]
+        block.status = (
+            "unanswered" if d.approved is None else "approved" if d.approved else "rejected"
+        )
+        block.selected_action = d.selected_action
+        block.feedback = d.feedback
+        return [Change("updated", block)]
 
     def _raw(self, etype: str, data: EventData, ts: datetime | None) -> Change:
         return self._add(RawBlock(self._new_id(), etype, data.wire(), ts))

@@ -21,10 +21,13 @@ from textual.widgets import Static
 from agent.events import Event, Mode, SessionIdleData
 from agent.permission_level import Level
 from agent.permissions import PermissionAnswer, PermissionPrompt
+from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app.app_setup import set_up
 from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
+from widgets.plan_panel import PlanPanel
+from widgets.plan_view import PlanApproval
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
@@ -64,7 +67,8 @@ class LoopdeckApp(App[int]):
     TITLE = "loopdeck"
     BINDINGS = [
         Binding("escape", "abort", "Abort turn"),
-        Binding("shift+tab", "toggle_mode", "Toggle autopilot", priority=True),
+        Binding("shift+tab", "toggle_mode", "Cycle mode", priority=True),
+        Binding("ctrl+g", "show_plan", "Plan"),
         Binding("ctrl+c", "quit_twice", "Quit", priority=True, show=False),
         Binding("ctrl+l", "load_earlier", "Load earlier", show=False),
         Binding("ctrl+o", "sessions", "Sessions"),
@@ -141,6 +145,7 @@ class LoopdeckApp(App[int]):
         if self.status.nudge_cap is None:  # no cap given: the session's default
             self.status.nudge_cap = self.timeline.nudge_cap = session.max_autopilot_continues
         session.permissions.asker = self._ask_permission
+        session.plan.reviewer = self._review_plan
         session.permission_level.enable()  # here somebody can choose it
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
@@ -261,7 +266,51 @@ class LoopdeckApp(App[int]):
         if self.session is not None and self.session.busy:
             self.session.abort()
 
+    async def _review_plan(self, review: PlanReview) -> PlanDecision:
+        """Ask under the proposed plan: approve (interactive or autopilot) or keep planning."""
+        view = PlanApproval()
+        self.timeline.show_pending()  # the plan goes above its question
+        await self.timeline.mount(view)
+        self.timeline.scroll_end(animate=False)
+        try:
+            while True:
+                action, feedback = await view.answer
+                if action != "autopilot" or await self._autopilot_allowed():
+                    return PlanDecision(action, feedback)
+                view.ask_again()  # the permission level was not chosen: ask again
+        finally:
+            await view.remove()
+            self.prompt.focus()
+
+    async def _autopilot_allowed(self) -> bool:
+        """Whether autopilot may start: asks for its permission level when needed."""
+        allowed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def answered(go: bool) -> None:
+            if not allowed.done():
+                allowed.set_result(go)
+
+        self._before_autopilot(answered)
+        return await allowed
+
     def action_toggle_mode(self) -> None:
+        """Shift+Tab: interactive → plan → autopilot → interactive."""
+        session = self.session
+        if session is None or session.permission_level.pending is not None:
+            return
+        if session.plan.pending is not None:
+            self.notify("The plan is waiting for your answer: 1, 2 or 3.", timeout=3)
+            return
+        match session.mode:
+            case "interactive":
+                self._set_mode("plan")
+            case "plan":
+                self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+            case _:
+                self._set_mode("interactive")
+
+    def action_toggle_autopilot(self) -> None:
+        """The palette's shortcut: interactive or plan ⇄ autopilot, skipping plan."""
         session = self.session
         if session is None or session.permission_level.pending is not None:
             return
@@ -269,6 +318,19 @@ class LoopdeckApp(App[int]):
             self._set_mode("interactive")
         else:
             self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+
+    def action_show_plan(self) -> None:
+        """Open the session's plan (Ctrl+G; the ``/plan`` command)."""
+        session = self.session
+        if session is None:
+            self.push_screen(PlanPanel(None))
+            return
+        try:
+            text = session.plan.read()
+        except OSError as exc:
+            self.notify(f"Cannot read the plan: {exc}", severity="error", markup=False)
+            return
+        self.push_screen(PlanPanel(text, session.plan.path))
 
     def _set_mode(self, mode: Mode) -> None:
         if self.session is not None:
@@ -347,8 +409,14 @@ class LoopdeckApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:  # type: ignore[type-arg]
         yield from super().get_system_commands(screen)
         yield SystemCommand(
-            "Toggle autopilot", "Switch interactive ⇄ autopilot", self.action_toggle_mode
+            "Toggle autopilot", "Switch to autopilot and back", self.action_toggle_autopilot
         )
+        yield SystemCommand(
+            "Cycle mode",
+            "Switch interactive → plan → autopilot (Shift+Tab)",
+            self.action_toggle_mode,
+        )
+        yield SystemCommand("Plan", "Show the session's plan (Ctrl+G)", self.action_show_plan)
         yield SystemCommand("Abort turn", "Stop the running turn (Esc)", self.action_abort)
         yield SystemCommand(
             "Load earlier blocks", "Mount older timeline blocks", self.action_load_earlier

@@ -49,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help="litellm model string, or scripted:<file.json|name>")
     parser.add_argument("--autopilot", action="store_true", help="work until task_complete")
     parser.add_argument(
+        "--mode",
+        choices=("interactive", "plan", "autopilot"),
+        help="start in this mode: plan reads and proposes a plan first (--autopilot is "
+        "--mode autopilot)",
+    )
+    parser.add_argument(
         "--max-autopilot-continues",
         type=_non_negative_int,
         default=None,
@@ -262,6 +268,8 @@ def _main(args_list: list[str]) -> int:
         parser.exit(EXIT_USAGE, f"loopdeck: --cwd {args.cwd}: not a directory\n")
     if args.prompt is not None and args.prompt_words:
         parser.exit(EXIT_USAGE, "loopdeck: give the prompt either with -p or as words, not both\n")
+    if args.autopilot and args.mode not in (None, "autopilot"):
+        parser.exit(EXIT_USAGE, f"loopdeck: --autopilot and --mode {args.mode} disagree\n")
     if not args.headless:
         _check_prompt_words(parser, args.prompt_words, explicit="--" in args_list)
         _check_rules(parser, args.allow_tool, args.deny_tool)

@@ -18,6 +18,7 @@ from agent.blocks import (
     Block,
     ErrorBlock,
     NoticeBlock,
+    PlanBlock,
     RawBlock,
     ShellBlock,
     TaskCompleteBlock,
@@ -25,6 +26,7 @@ from agent.blocks import (
     TurnBlock,
     UserBlock,
 )
+from agent.plan_review import outcome_text
 from agent.session_lock import in_use_by
 from agent.store import read_events, with_unreadable_rows
 from agent.transcript import Transcript, fold
@@ -104,6 +106,15 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
             return [f"> **■ Aborted** — {abort_reason(block.reason)}"]
         case NoticeBlock():
             return [f"*{block.message}*"]
+        case PlanBlock():
+            said = f" — “{block.feedback}”" if block.feedback else ""
+            return [
+                f"## ☰ Plan: {block.summary}",
+                "",
+                block.plan.strip(),
+                "",
+                f"*{outcome_text(block)}{said}*",
+            ]
         case RawBlock():
             data = json.dumps(block.data, ensure_ascii=False)
             shown = data if len(data) <= 200 else data[:199] + "…"
@@ -167,6 +178,7 @@ details{margin:.3em 0} summary{cursor:pointer;font-family:ui-monospace,monospace
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}
 .ok{color:#1a7f37} .fail{color:#cf222e}
 .done{border:2px solid #1a7f37;border-radius:6px;padding:.2em 1em}
+.plan{border:2px solid #0969da;border-radius:6px;padding:.2em 1em}
 .error{border:2px solid #cf222e;border-radius:6px;padding:.2em 1em}
 .notice{color:#57606a;font-style:italic} .cut{color:#57606a;white-space:pre-wrap}
 .shell{border-left:4px solid #57606a;padding:.2em .8em}
@@ -227,6 +239,12 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
             return f'<p class="notice">■ Aborted — {esc(abort_reason(block.reason))}</p>'
         case NoticeBlock():
             return f'<p class="notice">{esc(block.message)}</p>'
+        case PlanBlock():
+            said = f" — “{esc(block.feedback)}”" if block.feedback else ""
+            return (
+                f'<div class="plan"><h2>☰ Plan: {esc(block.summary)}</h2>{md.render(block.plan)}'
+                f"<p><i>{esc(outcome_text(block))}{said}</i></p></div>"
+            )
         case RawBlock():
             data = esc(json.dumps(block.data, ensure_ascii=False))
             return f'<p class="notice"><code>{esc(block.type)}</code> <code>{data}</code></p>'

@@ -33,7 +33,7 @@ from app.cli import (
     EXIT_USAGE,
     silence_stdout,
 )
-from app.model_setup import SetupError, open_session, pick_model
+from app.model_setup import SetupError, open_session, pick_model, start_mode
 
 # Set once a run's session is closed: nothing of it is left to write, so the
 # command may leave without the interpreter's slow teardown (app.cli.entry).
@@ -145,6 +145,12 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
             await session.close()
             session_closed = True
     if not printer.json:
+        plan = printer.transcript.plan
+        if plan is not None:
+            # Plan mode: the plan is the answer (nobody could approve it: see agent.plan_mode).
+            sys.stdout.write(plan.plan.rstrip("\n") + "\n\n")
+            where = session.plan.path
+            sys.stderr.write(f"The plan is kept{f' in {where}' if where else ''}.\n")
         text = printer.final_text(outcome)
         if text:
             sys.stdout.write(text.rstrip("\n") + "\n")
@@ -187,8 +193,13 @@ def show_system_prompt(args: argparse.Namespace, cwd: Path) -> int:
         return EXIT_USAGE
     from app.sandbox_setup import SandboxSetupError, sandbox_setup
 
-    mode = "autopilot" if args.autopilot else "interactive"
-    tools = default_tools(autopilot=args.autopilot).names()
+    mode = start_mode(args)
+    tools = default_tools(autopilot=mode == "autopilot").names()
+    if mode == "plan":
+        from agent.plan_mode import EXIT_TOOL, read_only
+
+        # What a plan-mode session offers: the read tools and exit_plan_mode.
+        tools = [t.name for t in read_only(default_tools(autopilot=False))] + [EXIT_TOOL]
     try:
         sandbox, _ = sandbox_setup(args)
     except SandboxSetupError as exc:

@@ -104,6 +104,14 @@ def resume_target(args: argparse.Namespace, store: SessionStore, cwd: Path) -> s
     return None
 
 
+def start_mode(args: argparse.Namespace) -> Mode:
+    """The mode the flags ask for: --mode, else --autopilot, else interactive."""
+    mode = getattr(args, "mode", None)
+    if mode in ("interactive", "plan", "autopilot"):
+        return mode  # type: ignore[no-any-return]
+    return "autopilot" if getattr(args, "autopilot", False) else "interactive"
+
+
 async def open_session(
     args: argparse.Namespace, cwd: Path, *, model_string: str | None = None
 ) -> Session:
@@ -150,9 +158,9 @@ async def open_session(
                 extra_dirs=extra_dirs,
             )
         # Autopilot only when asked again: a resumed run never works unattended by itself.
-        session.set_mode("autopilot" if args.autopilot else "interactive")
+        session.set_mode(start_mode(args))
         return session
-    mode: Mode = "autopilot" if args.autopilot else "interactive"
+    mode = start_mode(args)
     with _open_errors_as_setup_error():
         return await Session.create(
             model=model,

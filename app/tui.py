@@ -20,8 +20,9 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
     from app.app import LoopdeckApp
 
     demo = (args.model or "") == "scripted:demo"
-    if demo and not args.resume and not args.continue_:
-        args.autopilot = True  # the demo's story includes a nudge and task_complete
+    if demo and not args.resume and not args.continue_ and not args.mode and not args.autopilot:
+        # The demo's story: a plan to approve, then (in autopilot) a nudge and task_complete.
+        args.mode = "plan"
 
     opener, resumer = make_openers(args, cwd)
     prompt = " ".join(args.prompt_words) or None
@@ -64,6 +65,7 @@ def make_openers(
         resume_args = argparse.Namespace(**{**vars(args), "resume": session_id, "continue_": False})
         # Like --resume without --autopilot: it opens interactive (Shift+Tab switches).
         resume_args.autopilot = False
+        resume_args.mode = None
         try:
             return await open_session(resume_args, cwd)
         except SetupError as exc:

@@ -369,7 +369,7 @@ async def test_escape_aborts_the_running_turn(workspace: Path) -> None:
 # --- 4. Shift+Tab switches mode ---------------------------------------------------------
 
 
-async def test_shift_tab_toggles_autopilot(workspace: Path) -> None:
+async def test_shift_tab_cycles_interactive_plan_autopilot(workspace: Path) -> None:
     h = Harness([{"text": "x"}], workspace, nudge_cap=5)
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
@@ -377,21 +377,29 @@ async def test_shift_tab_toggles_autopilot(workspace: Path) -> None:
         assert "interactive" in text_of(h.app.status)
 
         await pilot.press("shift+tab")
+        await pilot.pause()
+        assert h.session.mode == "plan"
+        assert texts(h.app, NoticeView) == ["• mode: interactive → plan"]
+        assert "plan" in text_of(h.app.status) and "-plan" in h.app.status.classes
+
+        await pilot.press("shift+tab")
         await keep_my_rules(pilot, h)  # asked once: the rules would deny edits and shell
         assert h.session.mode == "autopilot"
         notices = texts(h.app, NoticeView)
         assert notices == [
+            "• mode: interactive → plan",
             "• autopilot permissions: keep my rules",
-            "• mode: interactive → autopilot",
+            "• mode: plan → autopilot",
         ]
         assert [e.type for e in h.recorder.events] == [
+            "session.mode_changed",
             "elicitation.requested",
             "elicitation.completed",
             "session.mode_changed",
         ]
         status = text_of(h.app.status)
         assert "autopilot" in status and "0/5 nudges · my rules" in status
-        assert "-autopilot" in h.app.status.classes
+        assert "-autopilot" in h.app.status.classes and "-plan" not in h.app.status.classes
         assert h.app.prompt.text == ""  # the key did not reach the prompt
 
         await pilot.press("shift+tab")

@@ -191,9 +191,9 @@ async def test_shift_tab_asks_for_the_level_and_autopilot_keeps_to_it(
     h = Harness(workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await opened(pilot, h)
-        await pilot.press("shift+tab")
+        await pilot.press("shift+tab", "shift+tab")  # via plan
         dialog = await dialog_armed(pilot, h)
-        assert h.session.mode == "interactive"  # not yet: the choice comes first
+        assert h.session.mode == "plan"  # not autopilot yet: the choice comes first
         assert dialog.denied == ["write", "shell"]
         shown = " ".join(text_of(w) for w in dialog.query("*"))
         assert "Allow all tools in this workspace" in shown and "Keep my rules" in shown
@@ -221,13 +221,16 @@ async def test_esc_cancels_the_switch_and_a_choice_is_asked_only_once(workspace:
     h = Harness(workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await opened(pilot, h)
-        await pilot.press("shift+tab")
+        await pilot.press("shift+tab", "shift+tab")  # via plan
         await dialog_armed(pilot, h)
         await pilot.press("escape")
         await dialog_gone(pilot, h)
-        assert h.session.mode == "interactive"
+        assert h.session.mode == "plan"  # where the switch started
         assert [a.action for a in h.answers()] == ["cancel"]
-        assert not h.recorder.of("session.mode_changed")
+        modes = [
+            (e.data.previous_mode, e.data.new_mode) for e in h.recorder.of("session.mode_changed")
+        ]  # type: ignore[attr-defined]
+        assert modes == [("interactive", "plan")]
         assert "·" not in text_of(h.app.status).split("│")[2]  # no level shown
         assert h.app.focused is h.app.prompt
 
@@ -243,7 +246,7 @@ async def test_esc_cancels_the_switch_and_a_choice_is_asked_only_once(workspace:
         await pilot.pause()
         assert h.session.mode == "interactive"
         assert "all tools" in text_of(h.app.status)  # the level is the session's
-        await pilot.press("shift+tab")
+        await pilot.press("shift+tab", "shift+tab")  # via plan
         await pilot.pause()
         assert h.dialog() is None and h.session.mode == "autopilot"
         assert len(h.questions()) == 2 and len(h.answers()) == 2
@@ -257,11 +260,11 @@ async def test_keys_pressed_as_the_dialog_appears_do_not_choose(
     h = Harness(workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await opened(pilot, h)
-        await pilot.press("shift+tab")
+        await pilot.press("shift+tab", "shift+tab")  # via plan
         await wait_for(pilot, lambda: h.dialog() is not None, "the level dialog")
         await pilot.press("enter", "1")
         await pilot.pause()
-        assert h.dialog() is not None and h.session.mode == "interactive"
+        assert h.dialog() is not None and h.session.mode == "plan"
         assert not h.answers()
 
 
@@ -283,7 +286,7 @@ async def test_rules_that_deny_nothing_are_not_questioned(workspace: Path) -> No
     h = Harness(workspace, policy=PermissionPolicy.from_flags(allow=["write", "shell"]))
     async with h.app.run_test(size=SIZE) as pilot:
         await opened(pilot, h)
-        await pilot.press("shift+tab")
+        await pilot.press("shift+tab", "shift+tab")  # via plan
         await pilot.pause()
         assert h.dialog() is None and h.session.mode == "autopilot"
         assert not h.questions()
@@ -386,7 +389,7 @@ async def test_a_question_left_open_in_the_log_is_asked_again(
     app = LoopdeckApp(opener, nudge_cap=5)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.session is not None, "the session to open")
-        await pilot.press("shift+tab")
+        await pilot.press("shift+tab", "shift+tab")  # via plan
         await wait_for(
             pilot,
             lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.armed,

@@ -202,12 +202,13 @@ def test_autopilot_asks_for_the_permission_level(
 
 
 def test_the_status_bar_shows_the_chosen_level(snap_compare: SnapCompare, workspace: Path) -> None:
-    """Shift+Tab, 2: autopilot with edits allowed, said in the timeline and the status bar."""
+    """Toggle autopilot (the palette's), 2: autopilot with edits allowed, said in the
+    timeline and the status bar."""
     app = make_app(workspace, [])
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await settle()(pilot)
-        await pilot.press("shift+tab")
+        app.action_toggle_autopilot()
         await choose_level("2")(pilot)
         await pilot.pause()
 

@@ -46,6 +46,7 @@ class StatusBar(Static):
         self.busy = busy
         self.queued = queued
         self.set_class(mode == "autopilot", "-autopilot")
+        self.set_class(mode == "plan", "-plan")
         self.refresh()
 
     def render(self) -> Text:

@@ -23,6 +23,7 @@ from agent.blocks import (
     Change,
     ErrorBlock,
     NoticeBlock,
+    PlanBlock,
     RawBlock,
     ShellBlock,
     TaskCompleteBlock,
@@ -41,6 +42,7 @@ from widgets.message_blocks import (
     TaskCompleteView,
     UserMessageView,
 )
+from widgets.plan_view import PlanView
 from widgets.shell_view import ShellView
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
@@ -330,6 +332,8 @@ class Timeline(VerticalScroll):
                 return AbortView(item)
             case NoticeBlock():
                 return NoticeView(item)
+            case PlanBlock():
+                return PlanView(item)
             case RawBlock():
                 return RawView(item)
         raise TypeError(f"no view for {type(item).__name__}")  # pragma: no cover

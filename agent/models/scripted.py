@@ -49,6 +49,9 @@ class ScriptToolCall(_Strict):
     # model that produces malformed arguments).
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     id: str | None = None
+    # Made only when the tool is offered: one script plays in several modes (the demo's
+    # exit_plan_mode exists only in plan mode).
+    optional: bool = False
 
 
 class ScriptUsage(_Strict):
@@ -177,6 +180,7 @@ class ScriptedModel:
             raise ProviderError(turn.error.type, turn.error.message)
         if not chunks and pause:
             await asyncio.sleep(pause)
+        offered = {tool.get("function", {}).get("name") for tool in tools}
         calls = [
             ToolCall(
                 id=call.id or f"call_{call_index}_{i}",
@@ -186,6 +190,7 @@ class ScriptedModel:
                 else json.dumps(call.arguments),
             )
             for i, call in enumerate(turn.tool_calls)
+            if not call.optional or call.name in offered
         ]
         usage = None
         if turn.usage is not None:

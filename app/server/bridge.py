@@ -30,6 +30,7 @@ from agent.session import Session
 from agent.tools.base import Tool, ToolResult
 from agent.tools.external import ExternalToolCalls, ExternalToolSpec, external_tool
 from agent.tools.registry import ToolRegistry, default_tools
+from app.server.plan import app_plan_reviewer
 from app.server.rpc import INVALID_PARAMS, Connection, ConnectionClosed, RpcError
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,9 @@ class HostedSession:
         # or from the app itself, as the SDK documents when it has no handler).
         session.permissions.asker = self.ask_permission
         session.permissions.ask_in_every_mode = True
+        # exit_plan_mode: the app answers if it registered a handler (app/server/plan.py).
+        self.answers_plans = False
+        session.plan.reviewer = app_plan_reviewer(self)
         self._unsubscribe = session.subscribe(self._forward)
 
     @property

@@ -47,6 +47,7 @@ from app.server.bridge import (
     ToolChoice,
     tool_answer,
 )
+from app.server.plan import plan_delete, plan_read, plan_update
 from app.server.rpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -103,6 +104,9 @@ class Runtime:
             "session.getMetadata": self.session_get_metadata,
             "session.mode.get": self.session_mode_get,
             "session.mode.set": self.session_mode_set,
+            "session.plan.read": self.session_plan_read,
+            "session.plan.update": self.session_plan_update,
+            "session.plan.delete": self.session_plan_delete,
             "session.model.getCurrent": self.session_model_get_current,
             "session.model.switchTo": self.session_model_switch_to,
             "session.options.update": self.session_options_update,
@@ -301,6 +305,7 @@ class Runtime:
 
     def _attach(self, hosted: HostedSession, conn: Connection, params: dict[str, Any]) -> None:
         hosted.attach(conn, hooks=bool(params.get("hooks")))
+        hosted.answers_plans = bool(params.get("requestExitPlanMode"))
 
     async def session_detach(self, conn: Connection, params: dict[str, Any]) -> Any:
         session_id = _str(params, "sessionId")
@@ -438,6 +443,15 @@ class Runtime:
             "status": "applied" if changed else "unchanged",
             "modeApplied": True,
         }
+
+    async def session_plan_read(self, conn: Connection, params: dict[str, Any]) -> Any:
+        return plan_read(self._hosted(params).session)
+
+    async def session_plan_update(self, conn: Connection, params: dict[str, Any]) -> Any:
+        return plan_update(self._hosted(params).session, params)
+
+    async def session_plan_delete(self, conn: Connection, params: dict[str, Any]) -> Any:
+        return plan_delete(self._hosted(params).session)
 
     async def session_model_get_current(self, conn: Connection, params: dict[str, Any]) -> Any:
         return {"modelId": self._hosted(params).session.model.name}

@@ -1,0 +1,38 @@
+"""``exit_plan_mode``: the model proposes its plan and asks to leave plan mode."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from agent.plan_mode import PlanMode
+
+
+class ExitPlanModeArgs(ToolArgs):
+    summary: str = Field(description="One or two sentences: what the plan does.")
+    plan: str = Field(
+        description="The plan in Markdown: the steps, the files each touches, and how the "
+        "result will be verified."
+    )
+
+
+class ExitPlanModeTool(Tool):
+    name = "exit_plan_mode"  # agent.plan_mode.EXIT_TOOL
+    description = (
+        "Call this when your plan is ready: it shows the plan to the user, who approves it "
+        "(then you implement it) or asks you to keep planning (you get their feedback). "
+        "Only in plan mode."
+    )
+    # It changes nothing in the workspace; it asks the user (see agent.plan_mode).
+    kind = "read"
+    Args = ExitPlanModeArgs
+
+    def __init__(self, plan: PlanMode) -> None:
+        self.plan = plan
+
+    async def run(self, args: ExitPlanModeArgs, ctx: ToolContext) -> ToolResult:
+        return await self.plan.propose(args.summary, args.plan)
