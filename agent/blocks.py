@@ -28,6 +28,8 @@ NoticeKind = Literal[
     "permission",
     "autopilot",
     "shutdown",
+    "question",
+    "todos",
 ]
 ChangeKind = Literal["added", "updated"]
 

@@ -65,9 +65,11 @@ from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
 from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
+from agent.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 from agent.usage import UsageLedger
+from agent.user_input import UserQuestions
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,9 @@ class Session:
         self.permissions = PermissionGate(self, policy)
         # Autopilot's permission level, asked once by the app (see agent.permission_level).
         self.permission_level = PermissionLevelChoice(self)
+        # The model's questions to the user (ask_user) and its checklist (update_todos).
+        self.questions = UserQuestions(self)
+        self.todos = TodoList(self)
         # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
         self.hooks = LoopHooks()
         # None: shell commands run unconfined (a library user that did not ask for one).
@@ -416,6 +421,7 @@ class Session:
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
         self.permission_level.fold(event)
+        self.todos.fold(event)
         match event.data:
             case AssistantTurnStartData(turn_id=turn_id):
                 self._model_calls += 1
@@ -512,6 +518,8 @@ class Session:
             report_progress=report_progress,
             sandbox=self.sandbox.confinement(self._mode) if self.sandbox else None,
             env_filter=self.env_filter,
+            questions=self.questions,
+            todos=self.todos,
         )
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:

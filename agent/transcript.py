@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from agent import permission_level
+from agent import permission_level, todos
 from agent.blocks import (
     UNKNOWN_TOOL,
     AbortBlock,
@@ -78,12 +78,15 @@ from agent.events import (
     SessionShutdownData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionTodosChangedData,
     SessionUsageCheckpointData,
     SessionWarningData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
     ToolExecutionStartData,
     UnknownData,
+    UserInputCompletedData,
+    UserInputRequestedData,
     UserMessageData,
 )
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
@@ -145,6 +148,9 @@ class Transcript:
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
         self._compaction: NoticeBlock | None = None
         self._level_questions: set[str] = set()  # request ids of the permission-level question
+        # The model's checklist (None until a list is known), and its questions by request id.
+        self.todos = todos.TodoFold()
+        self._questions: dict[str, tuple[NoticeBlock, UserInputRequestedData]] = {}
 
     # --- public API -----------------------------------------------------------------
 
@@ -200,6 +206,12 @@ class Transcript:
                 changes = self._elicitation_requested(event, d, ts)
             case ElicitationCompletedData() as d:
                 changes = self._elicitation_completed(event, d, ts)
+            case UserInputRequestedData() as d:
+                changes = self._question(d, ts)
+            case UserInputCompletedData() as d:
+                changes = self._answer(event, d, ts)
+            case SessionTodosChangedData():
+                changes = self._todos_changed(ts)
             case ExternalToolRequestedData() | ExternalToolCompletedData():
                 changes = []  # an app's tool: its card comes from tool.execution_*
             case SessionIdleData() as d:
@@ -319,6 +331,27 @@ class Transcript:
         message = permission_level.notice(level)
         notice = NoticeBlock(self._new_id(), "permission", message, subtype="level", timestamp=ts)
         return [self._add(notice)]
+
+    def _question(self, d: UserInputRequestedData, ts: datetime | None) -> list[Change]:
+        notice = NoticeBlock(
+            self._new_id(), "question", _question_text(d, None), subtype="pending", timestamp=ts
+        )
+        self._questions[d.request_id] = (notice, d)
+        return [self._add(notice)]
+
+    def _answer(self, event: Event, d: UserInputCompletedData, ts: datetime | None) -> list[Change]:
+        asked = self._questions.pop(d.request_id, None)
+        if asked is None:
+            return [self._raw(event.type, d, ts)]
+        notice, question = asked
+        notice.message = _question_text(question, d)
+        notice.subtype = "answered" if d.answer is not None else "unanswered"
+        return [Change("updated", notice)]
+
+    def _todos_changed(self, ts: datetime | None) -> list[Change]:
+        known = self.todos.changed()
+        message = todos.summary(self.todos.items or []) if known else "todos changed"
+        return [self._add(NoticeBlock(self._new_id(), "todos", message, timestamp=ts))]
 
     def _raw(self, etype: str, data: EventData, ts: datetime | None) -> Change:
         return self._add(RawBlock(self._new_id(), etype, data.wire(), ts))
@@ -641,6 +674,7 @@ class Transcript:
     def _tool_start(self, d: ToolExecutionStartData, ts: datetime | None) -> list[Change]:
         turn = self._turns_by_id.get(d.turn_id) if d.turn_id else None
         tool, _parent, changes = self._tool_for(d.tool_call_id, turn, d.tool_name)
+        self.todos.call_started(d.tool_name, d.arguments)
         if d.tool_name:
             tool.name = d.tool_name
         if d.arguments is not None:
@@ -824,6 +858,20 @@ class Transcript:
                 f" +{changed.lines_added} -{changed.lines_removed}"
             )
         return [self._add(NoticeBlock(self._new_id(), "shutdown", msg, timestamp=ts))]
+
+
+def _question_text(asked: UserInputRequestedData, answer: UserInputCompletedData | None) -> str:
+    """``? Which database? → PostgreSQL``; the choices while it waits for the answer."""
+    text = f"? {asked.question}"
+    if answer is None:
+        if asked.choices:
+            text += f"  [{' · '.join(asked.choices)}]"
+        return text + " — waiting for the answer"
+    if answer.answer is None:
+        return text + " — not answered"
+    if answer.was_freeform:
+        return text + f" → “{answer.answer}” (typed)"
+    return text + f" → {answer.answer}"
 
 
 def fold(events: Iterable[Event], *, replay: bool = False) -> Transcript:
