@@ -33,6 +33,11 @@ NOT_AVAILABLE = (
 )
 
 
+class NoOneToAsk(Exception):
+    """Raised by an asker that found nobody to answer (an app gone away); the model is
+    told the user is not available, with this reason."""
+
+
 @dataclass(frozen=True, slots=True)
 class UserQuestion:
     request_id: str
@@ -101,6 +106,8 @@ class UserQuestions:
             # On disk (and shown) before anyone waits on a human.
             await self.host.persist()
             answered = await self.asker(asked)
+        except NoOneToAsk as exc:
+            return ToolResult(content=NOT_AVAILABLE.format(why=str(exc)))
         finally:
             self.host.emit(
                 UserInputCompletedData(

@@ -54,6 +54,7 @@ from app.server.rpc import (
     Connection,
     RpcError,
 )
+from app.server.user_input import user_input_asker
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +221,7 @@ class Runtime:
         assert isinstance(created, SdkSession)
         hosted = HostedSession(created, choice)
         self.sessions[session_id] = hosted
+        _take_questions(hosted, params)
         _apply_system_message(created, params.get("systemMessage"))
         self._attach(hosted, conn, params)
         hosted.replay_to(conn, created.backlog)  # session.start
@@ -268,6 +270,7 @@ class Runtime:
         assert isinstance(resumed, SdkSession)
         hosted = HostedSession(resumed, choice)
         self.sessions[session_id] = hosted
+        _take_questions(hosted, params)
         _apply_system_message(resumed, params.get("systemMessage"))
         self._attach(hosted, conn, params)
         # What resuming added to the log (repairs, interrupted calls, session.resume).
@@ -301,6 +304,8 @@ class Runtime:
 
     def _attach(self, hosted: HostedSession, conn: Connection, params: dict[str, Any]) -> None:
         hosted.attach(conn, hooks=bool(params.get("hooks")))
+        if "requestUserInput" in params:  # a live resume may take or drop the handler
+            _take_questions(hosted, params)
 
     async def session_detach(self, conn: Connection, params: dict[str, Any]) -> Any:
         session_id = _str(params, "sessionId")
@@ -577,6 +582,16 @@ class Runtime:
             return cap
         flag_cap = getattr(self.flags, "max_autopilot_continues", None) if self.flags else None
         return flag_cap if isinstance(flag_cap, int) else DEFAULT_MAX_CONTINUES
+
+
+def _take_questions(hosted: HostedSession, params: dict[str, Any]) -> None:
+    """The model's questions go to the app when it has ``on_user_input_request``."""
+    questions = hosted.session.questions
+    if params.get("requestUserInput") is True:
+        questions.asker = user_input_asker(hosted.id, lambda: hosted.owner)
+        questions.ask_in_every_mode = True  # the app decides, in every mode
+    else:
+        questions.asker = None
 
 
 def _str(params: dict[str, Any], name: str) -> str:
