@@ -100,7 +100,9 @@ class AskUserPromptView(Vertical, can_focus=True):
             self._start_typing(char)
 
     def _start_typing(self, first: str) -> None:
-        self._typed = Input(value=first, placeholder="Your answer — Enter to send")
+        self._typed = Input(
+            value=first, placeholder="Your answer — Enter to send", select_on_focus=False
+        )
         self.mount(self._typed)
         self._typed.focus()
         self._typed.cursor_position = len(first)
