@@ -36,6 +36,7 @@ from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter
 from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary, read_events
+from agent.todos import sdk_rows
 from agent.tools.external import ExternalToolSpec
 from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model, provider_settings
@@ -110,6 +111,9 @@ class Runtime:
             "session.log": self.session_log,
             "session.permissions.handlePendingPermissionRequest": self.permission_answer,
             "session.tools.handlePendingToolCall": self.tool_answer,
+            # The todo list (session.todos_changed is only a signal): its rows.
+            "session.plan.readSqlTodos": self.todos_read,
+            "session.plan.readSqlTodosWithDependencies": self.todos_read_with_dependencies,
         }
 
     # --- dispatch --------------------------------------------------------------
@@ -426,6 +430,13 @@ class Runtime:
         return {"success": hosted.calls.answer(request_id, tool_answer(params))}
 
     # --- sessions: state ---------------------------------------------------------
+
+    async def todos_read(self, conn: Connection, params: dict[str, Any]) -> Any:
+        return {"rows": sdk_rows(self._hosted(params).session.todos.items)}
+
+    async def todos_read_with_dependencies(self, conn: Connection, params: dict[str, Any]) -> Any:
+        # update_todos keeps no dependencies between items.
+        return {**await self.todos_read(conn, params), "dependencies": []}
 
     async def session_mode_get(self, conn: Connection, params: dict[str, Any]) -> Any:
         return self._hosted(params).session.mode
