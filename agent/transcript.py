@@ -150,7 +150,7 @@ class Transcript:
         self._level_questions: set[str] = set()  # request ids of the permission-level question
         # The model's checklist (None until a list is known), and its questions by request id.
         self.todos = todos.TodoFold()
-        self._questions: dict[str, tuple[NoticeBlock, UserInputRequestedData]] = {}
+        self._questions: dict[str, UserInputRequestedData] = {}
 
     # --- public API -----------------------------------------------------------------
 
@@ -333,20 +333,18 @@ class Transcript:
         return [self._add(notice)]
 
     def _question(self, d: UserInputRequestedData, ts: datetime | None) -> list[Change]:
-        notice = NoticeBlock(
-            self._new_id(), "question", _question_text(d, None), subtype="pending", timestamp=ts
-        )
-        self._questions[d.request_id] = (notice, d)
-        return [self._add(notice)]
+        # While it waits, the asking tool call's card says so (and the app asks below
+        # it); the question gets its line in the timeline with its answer.
+        self._questions[d.request_id] = d
+        return []
 
     def _answer(self, event: Event, d: UserInputCompletedData, ts: datetime | None) -> list[Change]:
         asked = self._questions.pop(d.request_id, None)
         if asked is None:
             return [self._raw(event.type, d, ts)]
-        notice, question = asked
-        notice.message = _question_text(question, d)
-        notice.subtype = "answered" if d.answer is not None else "unanswered"
-        return [Change("updated", notice)]
+        subtype = "answered" if d.answer is not None else "unanswered"
+        text = _question_text(asked, d)
+        return [self._add(NoticeBlock(self._new_id(), "question", text, subtype, timestamp=ts))]
 
     def _todos_changed(self, ts: datetime | None) -> list[Change]:
         known = self.todos.changed()
@@ -860,13 +858,9 @@ class Transcript:
         return [self._add(NoticeBlock(self._new_id(), "shutdown", msg, timestamp=ts))]
 
 
-def _question_text(asked: UserInputRequestedData, answer: UserInputCompletedData | None) -> str:
-    """``? Which database? → PostgreSQL``; the choices while it waits for the answer."""
+def _question_text(asked: UserInputRequestedData, answer: UserInputCompletedData) -> str:
+    """``? Which database? → PostgreSQL``."""
     text = f"? {asked.question}"
-    if answer is None:
-        if asked.choices:
-            text += f"  [{' · '.join(asked.choices)}]"
-        return text + " — waiting for the answer"
     if answer.answer is None:
         return text + " — not answered"
     if answer.was_freeform:

@@ -43,10 +43,10 @@ class AskUserPromptView(Vertical, can_focus=True):
         parts: list[str | tuple[str, str]] = []
         if choices:
             last = len(choices)
-            parts += [(f"1–{last}" if last > 1 else "1", "bold"), " choose   "]
-            parts += [("↑↓ Enter", "bold"), " pick the marked one   "]
+            parts += [(f"1–{last}" if last > 1 else "1", "bold"), " or "]
+            parts += [("↑↓ Enter", "bold"), " choose   "]
         if self.question.allow_freeform:
-            parts += [("type", "bold"), " your own answer, Enter sends"]
+            parts += ["or " if choices else "", ("type", "bold"), " an answer, Enter sends"]
         return Text.assemble(*parts)
 
     def _choice_lines(self) -> Text:

@@ -103,7 +103,7 @@ def card_renderable(block: ToolCallBlock, *, expanded: bool, frame: int = 0) -> 
         if block.permission == "requested":
             return Group(head, Text("  ? waiting for your approval", style="bold"))
         if block.name == "ask_user":
-            return Group(head, Text("  ? waiting for the answer", style="bold"))
+            return Group(head, Text("  ? waiting for your answer", style="bold"))
         if block.last_line:
             return Group(head, _indented(Text(block.last_line, style="dim")))
         return head
