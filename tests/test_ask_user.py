@@ -360,15 +360,23 @@ def test_headless_tells_the_model_nobody_can_answer(
     ws.mkdir()
     monkeypatch.chdir(ws)
     script = tmp_path / "s.json"
-    turns = [{"text": "", "tool_calls": [ask()]}, {"text": "I chose SQLite myself."}]
+    turns = [
+        {"text": "", "tool_calls": [todos(A, B, C), ask()]},
+        {"text": "I chose SQLite myself."},
+    ]
     script.write_text(json.dumps({"turns": turns}), "utf-8")
     capsys.readouterr()
     code = main(["-p", "set up storage", "--model", f"scripted:{script}"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "I chose SQLite myself.\n"
-    assert "ask_user" in err
+    assert f"✓ ask_user question={QUESTION}" in err
+    assert "✓ update_todos todos 1/3 · ▸ Writing" in err  # the progress, not the list's JSON
     [folder] = [p for p in (loopdeck_home / "session-state").iterdir() if p.is_dir()]
     lines = [json.loads(x) for x in (folder / "events.jsonl").read_text("utf-8").splitlines()]
     assert not [x for x in lines if x["type"].startswith("user_input.")]
-    [done] = [x for x in lines if x["type"] == "tool.execution_complete"]
+    [done] = [
+        x
+        for x in lines
+        if x["type"] == "tool.execution_complete" and x["data"]["toolCallId"] == "call_0_1"
+    ]
     assert "not available" in done["data"]["result"]["content"]
