@@ -34,11 +34,9 @@ _TOOL_GUIDANCE = {
     "`git status`/`git diff`. Avoid commands that wait for input or never end "
     "(editors, servers, watch modes), and destructive ones (`rm -rf`, "
     "`git reset --hard`, `git push`) unless the user asked for them.",
-    "ask_user": "ask the user a question when a decision is theirs (design, scope, "
-    "behaviour with several reasonable options), with choices when you can. Ask with "
-    "this tool, not in your reply text; one question per call.",
-    "update_todos": "for a task of several steps, keep a checklist the user sees: "
-    "write it first, mark an item in_progress when you start it and done when it is.",
+    "ask_user": "when a decision is the user's (design, scope), ask with this tool, "
+    "not in your reply; one question per call.",
+    "update_todos": "for a task of several steps, keep the user's checklist up to date.",
     "task_complete": "declare the whole task finished, with a short summary of what "
     "you did and how you checked it. It ends your work on the task.",
 }

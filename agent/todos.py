@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.events import Event, EventData, SessionTodosChangedData, ToolExecutionStartData
 
@@ -28,14 +28,15 @@ MAX_TODOS = 50
 class TodoItem(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(min_length=1, description="A short kebab-case id, stable across updates.")
-    title: str = Field(min_length=1, description="What to do, in a few words.")
-    status: TodoStatus = Field(
-        default="pending",
-        description="pending, in_progress (set it before you start an item), done, "
-        "or blocked (say why in the description).",
-    )
-    description: str | None = Field(default=None, description="Details, if any.")
+    id: str = Field(min_length=1, description="Short kebab-case id, kept across updates.")
+    title: str = Field(min_length=1)
+    status: TodoStatus = "pending"
+    description: str = Field(default="", description="Details; why, if blocked.")
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _no_description(cls, value: Any) -> Any:
+        return "" if value is None else value  # a model may send null for "none"
 
 
 def parse_todos(arguments: Any) -> list[TodoItem] | None:
@@ -90,7 +91,7 @@ def checklist(items: list[TodoItem]) -> str:
 
 def sdk_rows(items: list[TodoItem]) -> list[dict[str, Any]]:
     """The rows as the SDK's ``session.plan.readSqlTodos`` returns them."""
-    return [item.model_dump(exclude_none=True) for item in items]
+    return [item.model_dump(exclude_defaults=True) | {"status": item.status} for item in items]
 
 
 class TodoFold:

@@ -9,25 +9,22 @@ from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 
 class AskUserArgs(ToolArgs):
     question: str = Field(min_length=1, description="One clear question, in a sentence.")
-    choices: list[str] | None = Field(
-        default=None,
+    choices: list[str] = Field(
+        default_factory=list,
         max_length=9,
-        description="The answers to choose from, recommended one first (mark it "
-        '"(Recommended)"). No catch-all choice like "Other": the user can always type.',
+        description="Answers to pick from, the recommended one first. No catch-all like "
+        '"Other": the user can always type.',
     )
     allow_freeform: bool = Field(
-        default=True, description="Whether the user may type an answer of their own."
+        default=True, description="Whether the user may type their own answer."
     )
 
 
 class AskUserTool(Tool):
     name = "ask_user"
     description = (
-        "Ask the user a clarifying question and wait for the answer. Use it, never a "
-        "question in your reply text, when a decision is theirs to make: design choices, "
-        "scope, behaviour where several reasonable options exist. Prefer choices; ask one "
-        "question per call. When the user cannot be asked (autopilot), the result says "
-        "so: then decide yourself."
+        "Ask the user one question and wait for the answer; prefer giving choices. "
+        "If the user cannot be asked (autopilot), the result says so: then decide yourself."
     )
     Args = AskUserArgs
 
@@ -36,7 +33,7 @@ class AskUserTool(Tool):
             raise ToolError("ask_user is not available in this session: decide yourself")
         return await ctx.questions.ask(
             args.question.strip(),
-            args.choices or [],
+            args.choices,
             allow_freeform=args.allow_freeform,
             tool_call_id=ctx.tool_call_id or None,
         )

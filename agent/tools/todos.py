@@ -13,17 +13,15 @@ from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 class UpdateTodosArgs(ToolArgs):
     todos: list[TodoItem] = Field(
         max_length=MAX_TODOS,
-        description="The whole list, in order, every time (items left out are dropped).",
+        description="The whole list, in order (items left out are dropped).",
     )
 
 
 class UpdateTodosTool(Tool):
     name = TOOL_NAME
     description = (
-        "Keep a checklist for a task of several steps; the user sees it pinned above the "
-        "prompt. Give the whole list each time: write it when you start, set an item "
-        "in_progress before you work on it and done as soon as it is, so the list always "
-        "says where you are. Skip it for a task of one or two steps."
+        "Keep a checklist the user sees for a task of several steps. Give the whole list "
+        "each time; set an item in_progress before you start it, done when it is."
     )
     Args = UpdateTodosArgs
 
