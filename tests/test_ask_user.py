@@ -24,7 +24,7 @@ from agent.events import (
 )
 from agent.session import Session
 from agent.store import SessionStore, read_events
-from agent.todos import TodoItem
+from agent.todos import TodoItem, TodoStatus
 from agent.transcript import fold
 from agent.user_input import NoOneToAsk, UserAnswer, UserQuestion
 from app.cli import main
@@ -380,3 +380,42 @@ def test_headless_tells_the_model_nobody_can_answer(
         if x["type"] == "tool.execution_complete" and x["data"]["toolCallId"] == "call_0_1"
     ]
     assert "not available" in done["data"]["result"]["content"]
+
+
+def test_a_long_todo_list_shows_the_rows_around_the_current_item() -> None:
+    from widgets.todo_panel import todo_text
+
+    def steps(current: int, count: int) -> list[TodoItem]:
+        def status(n: int) -> TodoStatus:
+            return "done" if n < current else "in_progress" if n == current else "pending"
+
+        return [
+            TodoItem(id=f"t{n}", title=f"Step {n}", status=status(n)) for n in range(1, count + 1)
+        ]
+
+    assert todo_text(steps(6, 9)).plain.splitlines() == [
+        "Todos 5/9",
+        "… 3 more above",
+        "✓ Step 4",
+        "✓ Step 5",
+        "▸ Step 6",
+        "○ Step 7",
+        "○ Step 8",
+        "○ Step 9",
+    ]
+    assert todo_text(steps(2, 9)).plain.splitlines() == [
+        "Todos 1/9",
+        "✓ Step 1",
+        "▸ Step 2",
+        "○ Step 3",
+        "○ Step 4",
+        "○ Step 5",
+        "○ Step 6",
+        "… 3 more",
+    ]
+    assert todo_text(steps(2, 3)).plain.splitlines() == [
+        "Todos 1/3",
+        "✓ Step 1",
+        "▸ Step 2",
+        "○ Step 3",
+    ]

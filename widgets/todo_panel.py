@@ -27,26 +27,32 @@ class TodoPanel(Static):
             self.update(self.render_list())
 
     def render_list(self) -> RenderableType:
-        items = self.items
-        done, total = progress(items)
-        text = Text.assemble(("Todos ", "bold"), (f"{done}/{total}", "bold cyan"))
-        for item in _shown(items):
-            text.append("\n")
-            text.append(f"{GLYPH[item.status]} {item.title}", style=_STYLE[item.status])
-            if item.status == "blocked" and item.description:
-                text.append(f" — {item.description}", style="italic")
-        hidden = len(items) - len(_shown(items))
-        if hidden > 0:
-            text.append(f"\n… {hidden} more", style="dim")
-        return text
+        return todo_text(self.items)
 
 
-def _shown(items: list[TodoItem]) -> list[TodoItem]:
-    """At most MAX_ROWS items, in order, around the one being worked on."""
+def todo_text(items: list[TodoItem]) -> Text:
+    """``Todos 3/7`` and the items, at most MAX_ROWS of them, around the current one."""
+    done, total = progress(items)
+    text = Text.assemble(("Todos ", "bold"), (f"{done}/{total}", "bold cyan"))
+    start, stop = _window(items)
+    if start:
+        text.append(f"\n… {start} more above", style="dim")
+    for item in items[start:stop]:
+        text.append("\n")
+        text.append(f"{GLYPH[item.status]} {item.title}", style=_STYLE[item.status])
+        if item.status == "blocked" and item.description:
+            text.append(f" — {item.description}", style="italic")
+    if stop < len(items):
+        text.append(f"\n… {len(items) - stop} more", style="dim")
+    return text
+
+
+def _window(items: list[TodoItem]) -> tuple[int, int]:
+    """Which items to show: all of a short list; else MAX_ROWS, starting one item
+    before the current one (the last finished step gives the context)."""
     if len(items) <= MAX_ROWS:
-        return items
+        return 0, len(items)
     now = current(items)
     at = items.index(now) if now is not None else len(items) - 1
-    # One finished item above the current one keeps the context; the rest below.
     start = max(0, min(at - 1, len(items) - MAX_ROWS))
-    return items[start : start + MAX_ROWS]
+    return start, start + MAX_ROWS
