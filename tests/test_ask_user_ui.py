@@ -281,3 +281,37 @@ async def test_the_todo_list_is_pinned_with_its_progress_while_items_are_open(
             "• todos 1/3 · ▸ Changing it",
             "• todos 3/3 · all done",
         ]
+
+
+async def test_a_resumed_session_pins_its_open_todo_list(tmp_path: Path) -> None:
+    from agent.session import Session
+    from agent.store import SessionStore
+    from app.app import LoopdeckApp
+    from tests.scripting import scripted
+
+    store = SessionStore(tmp_path / "home")
+    model = scripted(
+        [
+            {
+                "text": "",
+                "tool_calls": [todos(("a", "Reading", "done"), ("b", "Writing", "pending"))],
+            },
+            {"text": "Stopping here."},
+        ]
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    first = await Session.create(model=model, cwd=ws, store=store)
+    await first.send_and_wait("work in steps")
+    await first.close()
+
+    async def opener() -> Session:
+        return await Session.resume(store=store, session_id=first.id, model=model)
+
+    app = LoopdeckApp(opener)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.session is not None, "the session to resume")
+        await pilot.pause()
+        assert app.todo_panel.display
+        pinned = [line.lstrip("█▌▐ ") for line in text_of(app.todo_panel).splitlines()]
+        assert pinned == ["Todos 1/2", "✓ Reading", "○ Writing"]
