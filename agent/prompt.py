@@ -180,12 +180,13 @@ def _tools_section(tool_names: list[str]) -> str:
 
 def _mode_section(mode: str, tools: set[str]) -> str:
     if mode == "interactive":
+        how = " with ask_user" if "ask_user" in tools else ""
         return (
             "# Mode: interactive\n"
             "The user is here and reads each reply. Do what they asked: use your tools to "
             "ground the answer in the actual code, then reply and stop; they will follow "
-            "up. If the request is truly ambiguous, ask one short question; otherwise make "
-            "a sensible choice and say which."
+            f"up. If the request is truly ambiguous, ask one short question{how}; otherwise "
+            "make a sensible choice and say which."
         )
     if mode == "autopilot":
         if "task_complete" in tools:
