@@ -29,6 +29,8 @@ NoticeKind = Literal[
     "autopilot",
     "shutdown",
     "plan",
+    "question",
+    "todos",
 ]
 ChangeKind = Literal["added", "updated"]
 

@@ -369,6 +369,36 @@ class ElicitationCompletedData(EventData):
     content: dict[str, Any] | None = None
 
 
+# --- the model asks the user; the model's checklist ------------------------------
+
+
+class UserInputRequestedData(EventData):
+    """The model asks the user a question (the ask_user tool), maybe with choices."""
+
+    TYPE = "user_input.requested"
+    request_id: str
+    question: str
+    choices: list[str] | None = None
+    allow_freeform: bool | None = None
+    tool_call_id: str | None = None
+
+
+class UserInputCompletedData(EventData):
+    """The answer; without one, the question went unanswered (aborted while asked)."""
+
+    TYPE = "user_input.completed"
+    request_id: str
+    answer: str | None = None
+    was_freeform: bool | None = None
+
+
+class SessionTodosChangedData(EventData):
+    """Signal only, as in the SDK: the todo list changed. The list itself is in the
+    arguments of the update_todos call that changed it (see agent.todos)."""
+
+    TYPE = "session.todos_changed"
+
+
 # --- tools defined by an SDK client --------------------------------------------
 
 
@@ -479,6 +509,9 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionPlanChangedData,
         ExitPlanModeRequestedData,
         ExitPlanModeCompletedData,
+        UserInputRequestedData,
+        UserInputCompletedData,
+        SessionTodosChangedData,
     )
 }
 

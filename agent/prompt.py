@@ -35,6 +35,9 @@ _TOOL_GUIDANCE = {
     "(editors, servers, watch modes), and destructive ones (`rm -rf`, "
     "`git reset --hard`, `git push`) unless the user asked for them.",
     "exit_plan_mode": "show your finished plan to the user and ask to leave plan mode.",
+    "ask_user": "when a decision is the user's (design, scope), ask with this tool, "
+    "not in your reply; one question per call.",
+    "update_todos": "for a task of several steps, keep the user's checklist up to date.",
     "task_complete": "declare the whole task finished, with a short summary of what "
     "you did and how you checked it. It ends your work on the task.",
 }
@@ -46,6 +49,8 @@ _TOOL_ORDER = (
     "create",
     "bash",
     "exit_plan_mode",
+    "ask_user",
+    "update_todos",
     "task_complete",
 )
 
@@ -177,12 +182,13 @@ def _tools_section(tool_names: list[str]) -> str:
 
 def _mode_section(mode: str, tools: set[str]) -> str:
     if mode == "interactive":
+        how = " with ask_user" if "ask_user" in tools else ""
         return (
             "# Mode: interactive\n"
             "The user is here and reads each reply. Do what they asked: use your tools to "
             "ground the answer in the actual code, then reply and stop; they will follow "
-            "up. If the request is truly ambiguous, ask one short question; otherwise make "
-            "a sensible choice and say which."
+            f"up. If the request is truly ambiguous, ask one short question{how}; otherwise "
+            "make a sensible choice and say which."
         )
     if mode == "autopilot":
         if "task_complete" in tools:

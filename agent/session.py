@@ -66,10 +66,12 @@ from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
 from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
+from agent.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.exit_plan_mode import ExitPlanModeTool
 from agent.tools.registry import ToolRegistry, default_tools
 from agent.usage import UsageLedger
+from agent.user_input import UserQuestions
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +142,9 @@ class Session:
         self.permission_level = PermissionLevelChoice(self)
         # The plan, and the question that leaves plan mode (agent.plan_mode).
         self.plan = PlanMode(self)
+        # The model's questions to the user (ask_user) and its checklist (update_todos).
+        self.questions = UserQuestions(self)
+        self.todos = TodoList(self)
         # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
         self.hooks = LoopHooks()
         # None: shell commands run unconfined (a library user that did not ask for one).
@@ -422,6 +427,7 @@ class Session:
         self.history.apply(event)
         self.permission_level.fold(event)
         self.plan.fold(event)
+        self.todos.fold(event)
         match event.data:
             case AssistantTurnStartData(turn_id=turn_id):
                 self._model_calls += 1
@@ -521,6 +527,8 @@ class Session:
             report_progress=report_progress,
             sandbox=self.sandbox.confinement(self._mode) if self.sandbox else None,
             env_filter=self.env_filter,
+            questions=self.questions,
+            todos=self.todos,
         )
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:

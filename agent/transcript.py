@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from agent import permission_level
+from agent import permission_level, todos
 from agent.blocks import (
     UNKNOWN_TOOL,
     AbortBlock,
@@ -82,6 +82,7 @@ from agent.events import (
     SessionShutdownData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionTodosChangedData,
     SessionUsageCheckpointData,
     SessionWarningData,
     ToolExecutionCompleteData,
@@ -89,6 +90,8 @@ from agent.events import (
     ToolExecutionStartData,
     ToolUserRequestedData,
     UnknownData,
+    UserInputCompletedData,
+    UserInputRequestedData,
     UserMessageData,
 )
 from agent.sent_text import sent_text
@@ -164,6 +167,9 @@ class Transcript:
         self._shell = UserShell(self._new_id)  # the user's own !commands
         self.plan: PlanBlock | None = None  # the latest plan proposed with exit_plan_mode
         self._plans: dict[str, PlanBlock] = {}  # by request id, until answered
+        # The model's checklist (None until a list is known), and its questions by request id.
+        self.todos = todos.TodoFold()
+        self._questions: dict[str, UserInputRequestedData] = {}
 
     # --- public API -----------------------------------------------------------------
 
@@ -226,6 +232,12 @@ class Transcript:
                 changes = self._elicitation_requested(event, d, ts)
             case ElicitationCompletedData() as d:
                 changes = self._elicitation_completed(event, d, ts)
+            case UserInputRequestedData() as d:
+                changes = self._question(d, ts)
+            case UserInputCompletedData() as d:
+                changes = self._answer(event, d, ts)
+            case SessionTodosChangedData():
+                changes = self._todos_changed(ts)
             case ExternalToolRequestedData() | ExternalToolCompletedData():
                 changes = []  # an app's tool: its card comes from tool.execution_*
             case SessionIdleData() as d:
@@ -389,6 +401,25 @@ class Transcript:
         block.selected_action = d.selected_action
         block.feedback = d.feedback
         return [Change("updated", block)]
+
+    def _question(self, d: UserInputRequestedData, ts: datetime | None) -> list[Change]:
+        # While it waits, the asking tool call's card says so (and the app asks below
+        # it); the question gets its line in the timeline with its answer.
+        self._questions[d.request_id] = d
+        return []
+
+    def _answer(self, event: Event, d: UserInputCompletedData, ts: datetime | None) -> list[Change]:
+        asked = self._questions.pop(d.request_id, None)
+        if asked is None:
+            return [self._raw(event.type, d, ts)]
+        subtype = "answered" if d.answer is not None else "unanswered"
+        text = _question_text(asked, d)
+        return [self._add(NoticeBlock(self._new_id(), "question", text, subtype, timestamp=ts))]
+
+    def _todos_changed(self, ts: datetime | None) -> list[Change]:
+        known = self.todos.changed()
+        message = todos.summary(self.todos.items or []) if known else "todos changed"
+        return [self._add(NoticeBlock(self._new_id(), "todos", message, timestamp=ts))]
 
     def _raw(self, etype: str, data: EventData, ts: datetime | None) -> Change:
         return self._add(RawBlock(self._new_id(), etype, data.wire(), ts))
@@ -743,6 +774,7 @@ class Transcript:
     def _tool_start(self, d: ToolExecutionStartData, ts: datetime | None) -> list[Change]:
         turn = self._turns_by_id.get(d.turn_id) if d.turn_id else None
         tool, _parent, changes = self._tool_for(d.tool_call_id, turn, d.tool_name)
+        self.todos.call_started(d.tool_name, d.arguments)
         if d.tool_name:
             tool.name = d.tool_name
         if d.arguments is not None:
@@ -934,6 +966,16 @@ class Transcript:
 
 def _updated(block: Block | None) -> list[Change]:
     return [] if block is None else [Change("updated", block)]
+
+
+def _question_text(asked: UserInputRequestedData, answer: UserInputCompletedData) -> str:
+    """``? Which database? → PostgreSQL``."""
+    text = f"? {asked.question}"
+    if answer.answer is None:
+        return text + " — not answered"
+    if answer.was_freeform:
+        return text + f" → “{answer.answer}” (typed)"
+    return text + f" → {answer.answer}"
 
 
 def fold(events: Iterable[Event], *, replay: bool = False, finished: bool = False) -> Transcript:

@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from agent.events import Event, Mode, SessionIdleData
+from agent.events import Event, Mode, SessionIdleData, SessionTodosChangedData
 from agent.permission_level import Level
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.plan_review import PlanDecision, PlanReview
@@ -31,12 +31,14 @@ from widgets.plan_view import PlanApproval
 from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
+from widgets.todo_panel import TodoPanel
 from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     # The session (and the loop and tools it brings) is imported by the opener, after
     # the first frame.
     from agent.session import Session
+    from agent.user_input import UserAnswer, UserQuestion
 
 SessionOpener = Callable[[], Awaitable["Session"]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
@@ -95,6 +97,7 @@ class LoopdeckApp(App[int]):
         # Here focus moves between the timeline and the prompt: show where it is (a
         # replay's timeline always has it).
         self.timeline.add_class("-show-focus")
+        self.todo_panel = TodoPanel(id="todos")  # the model's checklist, above the prompt
         self.prompt = PromptInput(id="prompt")
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
@@ -106,6 +109,7 @@ class LoopdeckApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield self.timeline
+        yield self.todo_panel
         yield self.prompt
         yield self.hint
         yield self.status
@@ -146,11 +150,13 @@ class LoopdeckApp(App[int]):
             self.status.nudge_cap = self.timeline.nudge_cap = session.max_autopilot_continues
         session.permissions.asker = self._ask_permission
         session.plan.reviewer = self._review_plan
+        session.questions.asker = self._ask_user
         session.permission_level.enable()  # here somebody can choose it
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
             self.timeline.welcome(Static(_welcome(session), classes="welcome"))
         self.timeline.load(backlog)
+        self.todo_panel.show(self.timeline.transcript.todos.items)
         session.subscribe(self._on_event)
         self.status.note = ""
         self._refresh_status()
@@ -181,7 +187,9 @@ class LoopdeckApp(App[int]):
 
     def _on_event(self, event: Event) -> None:
         self.timeline.apply(event)
-        if isinstance(event.data, SessionIdleData):
+        if isinstance(event.data, SessionTodosChangedData):
+            self.todo_panel.show(self.timeline.transcript.todos.items)
+        elif isinstance(event.data, SessionIdleData):
             # The session rests: draw its last state now.
             self.timeline.show_pending()
             self._refresh_status()
@@ -254,6 +262,20 @@ class LoopdeckApp(App[int]):
         """Show the request inline at the end of the timeline and wait for y / a / n."""
         view = PermissionPromptView(prompt)
         self.timeline.show_pending()  # the turn asking goes above its question
+        await self.timeline.mount(view)
+        self.timeline.scroll_end(animate=False)
+        try:
+            return await view.answer
+        finally:
+            await view.remove()
+            self.prompt.focus()
+
+    async def _ask_user(self, question: UserQuestion) -> UserAnswer:
+        """Show the model's question inline at the end of the timeline; wait for the answer."""
+        from widgets.ask_user_prompt import AskUserPromptView
+
+        view = AskUserPromptView(question)
+        self.timeline.show_pending()  # the question's line goes above its prompt
         await self.timeline.mount(view)
         self.timeline.scroll_end(animate=False)
         try:

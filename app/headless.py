@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from agent import todos
 from agent.events import (
     Event,
     SessionErrorData,
@@ -70,7 +71,8 @@ class HeadlessPrinter:
                     return  # a call of an earlier run, closed as interrupted on resume
                 mark = "✓" if ok else "✗"
                 detail = "" if ok else f" — {tool.error or ''}"
-                self.err.write(f"{mark} {tool.name}{_brief_args(tool.arguments)}{detail}\n")
+                brief = _brief_args(tool.name, tool.arguments)
+                self.err.write(f"{mark} {tool.name}{brief}{detail}\n")
             case SessionErrorData(error_type=kind, message=message):
                 self.err.write(f"error ({kind}): {message}\n")
             case SessionWarningData(message=message):
@@ -95,9 +97,12 @@ def this_run(backlog: list[Event]) -> list[Event]:
     return backlog
 
 
-def _brief_args(arguments: object) -> str:
+def _brief_args(name: str, arguments: object) -> str:
     if not isinstance(arguments, dict) or not arguments:
         return ""
+    items = todos.parse_todos(arguments) if name == todos.TOOL_NAME else None
+    if items is not None:
+        return f" {todos.summary(items)}"  # not the list's JSON
     first_key = next(iter(arguments))
     text = str(arguments[first_key]).replace("\n", " ")
     return f" {first_key}={text[:60]}{'…' if len(text) > 60 else ''}"

@@ -9,7 +9,17 @@ import pytest
 
 from agent.prompt import INSTRUCTION_LIMIT, build_system_prompt, git_branch, git_head
 
-ALL_TOOLS = ["view", "grep", "glob", "edit", "create", "bash", "task_complete"]
+ALL_TOOLS = [
+    "view",
+    "grep",
+    "glob",
+    "edit",
+    "create",
+    "bash",
+    "ask_user",
+    "update_todos",
+    "task_complete",
+]
 READ_TOOLS = ["view", "grep", "glob", "task_complete"]
 
 
@@ -74,6 +84,11 @@ def test_only_present_tools_mentioned(tmp_path: Path) -> None:
         assert f"- {name}: " in text
     for absent in ("- edit:", "- create:", "- bash:", "run the relevant tests"):
         assert absent not in text
+
+
+def test_interactive_questions_go_through_ask_user_when_it_is_there(tmp_path: Path) -> None:
+    assert "ask one short question with ask_user;" in prompt(tmp_path)
+    assert "ask one short question;" in prompt(tmp_path, tools=READ_TOOLS)
 
 
 def test_unknown_tools_are_listed_by_name(tmp_path: Path) -> None:

@@ -516,7 +516,7 @@ async def test_task_complete(ctx: ToolContext) -> None:
 
 
 def test_default_tools() -> None:
-    everyday = ["view", "grep", "glob", "create", "edit", "bash"]
+    everyday = ["view", "grep", "glob", "create", "edit", "bash", "ask_user", "update_todos"]
     assert default_tools(autopilot=False).names() == everyday
     registry = default_tools(autopilot=True)
     assert registry.names() == [*everyday, "task_complete"]
@@ -542,7 +542,8 @@ async def test_execute_unknown_tool(ctx: ToolContext) -> None:
     result = await execute(default_tools(autopilot=False), "nope", "{}", ctx)
     assert not result.success
     assert result.content == (
-        "unknown tool 'nope'; available tools: view, grep, glob, create, edit, bash"
+        "unknown tool 'nope'; available tools: view, grep, glob, create, edit, bash, "
+        "ask_user, update_todos"
     )
 
 

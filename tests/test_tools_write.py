@@ -127,6 +127,8 @@ def test_default_tools_include_write_tools() -> None:
         "create",
         "edit",
         "bash",
+        "ask_user",
+        "update_todos",
     ]
     assert default_tools(autopilot=True).names()[-1] == "task_complete"
     schemas = {s["function"]["name"]: s["function"] for s in default_tools(False).schemas()}

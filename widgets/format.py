@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent import todos
+
 # A turn whose reply the provider cut at its output token limit (finish_reason length).
 LIMIT_CUT_MARK = "✂ cut at the model's output limit"
 
@@ -31,11 +33,12 @@ _KEY_ARGUMENT = {
     "edit": "path",
     "bash": "command",
     "task_complete": "summary",
+    "ask_user": "question",
 }
 
 
 # Tools whose other arguments are shown better elsewhere (the diff, the file).
-_KEY_ONLY = frozenset({"create", "edit", "task_complete"})
+_KEY_ONLY = frozenset({"create", "edit", "task_complete", "ask_user"})
 
 
 def duration(seconds: float | None) -> str:
@@ -85,6 +88,10 @@ def summarize_arguments(tool: str, arguments: Any, width: int = 70) -> str:
         return one_line(arguments, width)  # malformed JSON from the model, shown as is
     if not isinstance(arguments, dict) or not arguments:
         return ""
+    if tool == todos.TOOL_NAME:
+        items = todos.parse_todos(arguments)
+        if items is not None:  # the list itself is drawn from the result
+            return one_line(todos.summary(items), width)
     key = _KEY_ARGUMENT.get(tool)
     parts: list[str] = []
     if key and key in arguments:

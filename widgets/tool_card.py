@@ -23,6 +23,7 @@ _GLYPH = {
     "interrupted": "■",
 }
 _PREVIEW_LINES = 3
+QUIET_TOOLS = frozenset({"task_complete", "ask_user", "update_todos"})
 
 
 class ToolCard(Static, can_focus=True):
@@ -50,7 +51,8 @@ class ToolCard(Static, can_focus=True):
             self.add_class(f"-{status}")
             self._status = status
         # Waiting for the user's answer is not work in progress: no spinner then.
-        spin = status == "running" and self.block.permission != "requested"
+        waiting = self.block.permission == "requested" or self.block.name == "ask_user"
+        spin = status == "running" and not waiting
         if spin and not self.is_spinning:
             self._spinner = self.set_interval(0.12, self._spin)
         elif not spin and self.is_spinning:
@@ -81,11 +83,12 @@ class ToolCard(Static, can_focus=True):
 
 def card_renderable(block: ToolCallBlock, *, expanded: bool, frame: int = 0) -> RenderableType:
     """A tool call as drawn in the timeline (a live card or a collapsed turn)."""
-    waiting = block.permission == "requested"
+    waiting = block.permission == "requested" or block.name == "ask_user"
     spinning = block.status == "running" and not waiting
     glyph = SPINNER[frame % len(SPINNER)] if spinning else _GLYPH[block.status]
-    # task_complete's summary gets its own block right below: don't say it twice.
-    quiet = block.name == "task_complete" and block.status == "success"
+    # These have their own line right below (the summary, the answer, the todo
+    # progress): don't say it twice.
+    quiet = block.name in QUIET_TOOLS and block.status == "success"
     args = "" if quiet else summarize_arguments(block.name, block.arguments)
     head = Text.assemble((f"{glyph} ", f"bold {_status_style(block.status)}"), (block.name, "bold"))
     if args:
@@ -99,6 +102,8 @@ def card_renderable(block: ToolCallBlock, *, expanded: bool, frame: int = 0) -> 
     if block.status == "running":
         if block.permission == "requested":
             return Group(head, Text("  ? waiting for your approval", style="bold"))
+        if block.name == "ask_user":
+            return Group(head, Text("  ? waiting for your answer", style="bold"))
         if block.last_line:
             return Group(head, _indented(Text(block.last_line, style="dim")))
         return head

@@ -14,6 +14,8 @@ from agent.secrets import EnvFilter
 
 if TYPE_CHECKING:
     from agent.sandbox.policy import Confinement
+    from agent.todos import TodoList
+    from agent.user_input import UserQuestions
 
 # ``custom-tool``: a tool an SDK app defined and runs itself (see tools/external.py).
 ToolKind = Literal["read", "write", "shell", "custom-tool"]
@@ -50,6 +52,9 @@ class ToolContext:
     # How shell commands are confined (None: unconfined) and which variables they inherit.
     sandbox: Confinement | None = None
     env_filter: EnvFilter = field(default_factory=EnvFilter)
+    # The session's questions to the user and its todo list (ask_user, update_todos).
+    questions: UserQuestions | None = None
+    todos: TodoList | None = None
 
 
 class ToolError(Exception):

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent.tools.ask_user import AskUserTool
 from agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 from agent.tools.bash import BashTool
 from agent.tools.create import CreateTool
@@ -15,6 +16,7 @@ from agent.tools.edit import EditTool
 from agent.tools.glob import GlobTool
 from agent.tools.grep import GrepTool
 from agent.tools.task_complete import TaskCompleteTool
+from agent.tools.todos import UpdateTodosTool
 from agent.tools.view import ViewTool
 
 _MAX_SHOWN_INPUT = 80
@@ -53,7 +55,16 @@ class ToolRegistry:
 
 
 def default_tools(autopilot: bool) -> ToolRegistry:
-    tools: list[Tool] = [ViewTool(), GrepTool(), GlobTool(), CreateTool(), EditTool(), BashTool()]
+    tools: list[Tool] = [
+        ViewTool(),
+        GrepTool(),
+        GlobTool(),
+        CreateTool(),
+        EditTool(),
+        BashTool(),
+        AskUserTool(),
+        UpdateTodosTool(),
+    ]
     if autopilot:
         tools.append(TaskCompleteTool())
     return ToolRegistry(tools)

@@ -36,6 +36,7 @@ from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter
 from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary, read_events
+from agent.todos import sdk_rows
 from agent.tools.external import ExternalToolSpec
 from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model, provider_settings
@@ -55,6 +56,7 @@ from app.server.rpc import (
     Connection,
     RpcError,
 )
+from app.server.user_input import user_input_asker
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,9 @@ class Runtime:
             "session.log": self.session_log,
             "session.permissions.handlePendingPermissionRequest": self.permission_answer,
             "session.tools.handlePendingToolCall": self.tool_answer,
+            # The todo list (session.todos_changed is only a signal): its rows.
+            "session.plan.readSqlTodos": self.todos_read,
+            "session.plan.readSqlTodosWithDependencies": self.todos_read_with_dependencies,
         }
 
     # --- dispatch --------------------------------------------------------------
@@ -224,6 +229,7 @@ class Runtime:
         assert isinstance(created, SdkSession)
         hosted = HostedSession(created, choice)
         self.sessions[session_id] = hosted
+        _take_questions(hosted, params)
         _apply_system_message(created, params.get("systemMessage"))
         self._attach(hosted, conn, params)
         hosted.replay_to(conn, created.backlog)  # session.start
@@ -272,6 +278,7 @@ class Runtime:
         assert isinstance(resumed, SdkSession)
         hosted = HostedSession(resumed, choice)
         self.sessions[session_id] = hosted
+        _take_questions(hosted, params)
         _apply_system_message(resumed, params.get("systemMessage"))
         self._attach(hosted, conn, params)
         # What resuming added to the log (repairs, interrupted calls, session.resume).
@@ -306,6 +313,8 @@ class Runtime:
     def _attach(self, hosted: HostedSession, conn: Connection, params: dict[str, Any]) -> None:
         hosted.attach(conn, hooks=bool(params.get("hooks")))
         hosted.answers_plans = bool(params.get("requestExitPlanMode"))
+        if "requestUserInput" in params:  # a live resume may take or drop the handler
+            _take_questions(hosted, params)
 
     async def session_detach(self, conn: Connection, params: dict[str, Any]) -> Any:
         session_id = _str(params, "sessionId")
@@ -426,6 +435,13 @@ class Runtime:
         return {"success": hosted.calls.answer(request_id, tool_answer(params))}
 
     # --- sessions: state ---------------------------------------------------------
+
+    async def todos_read(self, conn: Connection, params: dict[str, Any]) -> Any:
+        return {"rows": sdk_rows(self._hosted(params).session.todos.items)}
+
+    async def todos_read_with_dependencies(self, conn: Connection, params: dict[str, Any]) -> Any:
+        # update_todos keeps no dependencies between items.
+        return {**await self.todos_read(conn, params), "dependencies": []}
 
     async def session_mode_get(self, conn: Connection, params: dict[str, Any]) -> Any:
         return self._hosted(params).session.mode
@@ -591,6 +607,16 @@ class Runtime:
             return cap
         flag_cap = getattr(self.flags, "max_autopilot_continues", None) if self.flags else None
         return flag_cap if isinstance(flag_cap, int) else DEFAULT_MAX_CONTINUES
+
+
+def _take_questions(hosted: HostedSession, params: dict[str, Any]) -> None:
+    """The model's questions go to the app when it has ``on_user_input_request``."""
+    questions = hosted.session.questions
+    if params.get("requestUserInput") is True:
+        questions.asker = user_input_asker(hosted.id, lambda: hosted.owner)
+        questions.ask_in_every_mode = True  # the app decides, in every mode
+    else:
+        questions.asker = None
 
 
 def _str(params: dict[str, Any], name: str) -> str:

@@ -1,0 +1,118 @@
+"""The model's question to the user, inline like a permission request.
+
+Choices are picked with their number (or Up/Down and Enter); any other key starts a
+typed answer (when the question allows one), sent with Enter. Like the permission
+prompt it ignores keys for a short moment after it is first drawn, so keystrokes meant
+for the prompt (typed just before it appeared) never answer it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from agent.user_input import UserAnswer, UserQuestion
+from widgets.permission_prompt import ARM_DELAY
+
+
+class AskUserPromptView(Vertical, can_focus=True):
+    def __init__(self, question: UserQuestion) -> None:
+        super().__init__(classes="ask-user-prompt")
+        self.question = question
+        self.answer: asyncio.Future[UserAnswer] = asyncio.get_running_loop().create_future()
+        self._shown_at = math.inf  # set once drawn: until then no key counts
+        self._highlight = 0
+        self._choices = Static(self._choice_lines(), classes="choices")
+        self._typed: Input | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("? Question  ", "bold"), (self.question.question, "bold")))
+        if self.question.choices:
+            yield self._choices
+        yield Static(self._keys(), classes="keys")
+
+    def _keys(self) -> Text:
+        choices = self.question.choices
+        parts: list[str | tuple[str, str]] = []
+        if choices:
+            last = len(choices)
+            parts += [(f"1–{last}" if last > 1 else "1", "bold"), " or "]
+            parts += [("↑↓ Enter", "bold"), " choose   "]
+        if self.question.allow_freeform:
+            parts += ["or " if choices else "", ("type", "bold"), " an answer, Enter sends"]
+        return Text.assemble(*parts)
+
+    def _choice_lines(self) -> Text:
+        text = Text()
+        for index, choice in enumerate(self.question.choices):
+            marked = index == self._highlight
+            if index:
+                text.append("\n")
+            text.append("▸ " if marked else "  ", style="bold")
+            text.append(f"{index + 1} ", style="bold")
+            text.append(choice, style="reverse" if marked else "")
+        return text
+
+    def on_mount(self) -> None:
+        self.focus()
+        self.scroll_visible()
+        # Mounted is not yet on screen: the delay counts from the first refresh.
+        self.call_after_refresh(self._arm)
+
+    def _arm(self) -> None:
+        self._shown_at = time.monotonic()
+
+    @property
+    def armed(self) -> bool:
+        return time.monotonic() - self._shown_at >= ARM_DELAY
+
+    def on_key(self, event: events.Key) -> None:
+        if self._typed is not None:
+            return  # the answer being typed has the keys
+        key, char = event.key, event.character
+        choices = self.question.choices
+        picks = key.isdigit() and 1 <= int(key) <= len(choices)
+        moves = key in ("up", "down") and bool(choices)
+        types = self.question.allow_freeform and char is not None and char.isprintable()
+        if not (picks or moves or types or key == "enter"):
+            return  # Esc still aborts the turn; Ctrl+C still quits
+        event.stop()
+        event.prevent_default()
+        if not self.armed:
+            return  # typed before the question appeared: not an answer
+        if picks:
+            self._resolve(UserAnswer(choices[int(key) - 1], was_freeform=False))
+        elif moves:
+            step = 1 if key == "down" else -1
+            self._highlight = (self._highlight + step) % len(choices)
+            self._choices.update(self._choice_lines())
+        elif key == "enter":
+            if choices:
+                self._resolve(UserAnswer(choices[self._highlight], was_freeform=False))
+        elif char is not None:
+            self._start_typing(char)
+
+    def _start_typing(self, first: str) -> None:
+        self._typed = Input(
+            value=first, placeholder="Your answer — Enter to send", select_on_focus=False
+        )
+        self.mount(self._typed)
+        self._typed.focus()
+        self._typed.cursor_position = len(first)
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        message.stop()
+        text = message.value.strip()
+        if text:
+            self._resolve(UserAnswer(text, was_freeform=True))
+
+    def _resolve(self, answer: UserAnswer) -> None:
+        if not self.answer.done():
+            self.answer.set_result(answer)
