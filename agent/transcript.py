@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from agent import permission_level
 from agent.blocks import (
@@ -32,6 +33,7 @@ from agent.blocks import (
     Block,
     Change,
     ErrorBlock,
+    InfoRowBlock,
     NoticeBlock,
     RawBlock,
     TaskCompleteBlock,
@@ -78,14 +80,17 @@ from agent.events import (
     SessionShutdownData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionTruncationData,
     SessionUsageCheckpointData,
     SessionWarningData,
+    SystemMessageData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
     ToolExecutionStartData,
     UnknownData,
     UserMessageData,
 )
+from agent.info_rows import INFO_TYPES, InfoRows, usage_body, usage_summary
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
 
@@ -143,7 +148,7 @@ class Transcript:
         self._tool_turn: dict[str, TurnBlock | None] = {}
         self._open_tools: dict[str, ToolCallBlock] = {}
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
-        self._compaction: NoticeBlock | None = None
+        self._info_rows = InfoRows(self._new_id)
         self._level_questions: set[str] = set()  # request ids of the permission-level question
 
     # --- public API -----------------------------------------------------------------
@@ -229,10 +234,13 @@ class Transcript:
                 changes = [self._add(notice)]
             case SessionWarningData() as d:
                 changes = self._warning(d, ts)
-            case SessionCompactionStartData() as d:
-                changes = self._compaction_start(d, ts)
-            case SessionCompactionCompleteData() as d:
-                changes = self._compaction_complete(d, ts)
+            case (
+                SessionCompactionStartData()
+                | SessionCompactionCompleteData()
+                | SessionTruncationData()
+                | SystemMessageData()
+            ):
+                changes = self._info(event.type, event.data.wire(), ts)
             case SessionAutopilotStoppedData() as d:
                 self.autopilot_stopped = True
                 notice = NoticeBlock(
@@ -240,7 +248,11 @@ class Transcript:
                 )
                 changes = [self._add(notice)]
             case SessionShutdownData() as d:
-                changes = self._shutdown(d, ts)
+                changes = [*self._shutdown(d, ts), *self._usage_summary(d, ts)]
+            case UnknownData() as d if event.type in INFO_TYPES:
+                changes = self._info(event.type, d.raw, ts)
+            case UnknownData() as d if event.type == "tool.user_requested":
+                changes = self._user_tool(event, d, ts)
             case UnknownData() as d:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:
@@ -534,6 +546,10 @@ class Transcript:
         if turn._text.final(d.message_id, d.content):
             turn.text = turn._text.text
             turn.cut_text = ""
+        # Reasoning may come with the message rather than as its own event.
+        reasoning = d.reasoning_text if not turn._reasoning.finals else None
+        if reasoning and turn._reasoning.final(f"{d.message_id}/reasoning", reasoning):
+            turn.reasoning = turn._reasoning.text
         if d.model:
             turn.model = turn.model or d.model
             self.model = d.model
@@ -791,28 +807,35 @@ class Transcript:
             changes.append(Change("updated", turn))
         return changes
 
-    def _compaction_start(self, d: SessionCompactionStartData, ts: datetime | None) -> list[Change]:
-        msg = "compacting the context"
-        if d.current_tokens is not None and d.token_limit:
-            msg += f" ({d.current_tokens}/{d.token_limit} tokens)"
-        notice = NoticeBlock(self._new_id(), "compaction", msg, timestamp=ts)
-        self._compaction = notice
-        return [self._add(notice)]
+    def _info(self, etype: str, data: dict[str, Any], ts: datetime | None) -> list[Change]:
+        row, new = self._info_rows.fold(etype, data, ts)
+        return [self._add(row) if new else Change("updated", row)]
 
-    def _compaction_complete(
-        self, d: SessionCompactionCompleteData, ts: datetime | None
-    ) -> list[Change]:
-        if d.success:
-            msg = "context compacted"
-            if d.messages_removed is not None:
-                msg += f" ({d.messages_removed} messages removed)"
-        else:
-            msg = f"compaction failed: {d.error or 'unknown error'}"
-        notice, self._compaction = self._compaction, None
-        if notice is None:
-            return [self._add(NoticeBlock(self._new_id(), "compaction", msg, timestamp=ts))]
-        notice.message = msg
-        return [Change("updated", notice)]
+    def _usage_summary(self, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
+        """The usage a shutdown reports per model, as a row after its notice."""
+        wire = d.wire()
+        title = usage_summary(wire)
+        if title is None:
+            return []
+        row = InfoRowBlock(self._new_id(), "usage", title, usage_body(wire), timestamp=ts)
+        return [self._add(row)]
+
+    def _user_tool(self, event: Event, d: UnknownData, ts: datetime | None) -> list[Change]:
+        """A tool the user ran themselves (Copilot's ``!command``): a card like the
+        agent's, which its tool.execution_complete then completes."""
+        call_id, name = d.raw.get("toolCallId"), d.raw.get("toolName")
+        if not isinstance(call_id, str) or not call_id:
+            return [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
+        tool, _parent, changes = self._tool_for(
+            call_id, None, name if isinstance(name, str) else None
+        )
+        if d.raw.get("arguments") is not None:
+            tool.arguments = d.raw["arguments"]
+        if tool.status == "pending":
+            tool.status = "running"
+        if tool.started_at is None:
+            tool.started_at = ts
+        return changes or [self._tool_change(tool)]
 
     def _shutdown(self, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
         self.busy = False
