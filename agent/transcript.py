@@ -579,8 +579,14 @@ class Transcript:
     def _reasoning(self, d: AssistantReasoningData, ts: datetime | None) -> list[Change]:
         turn, changes = self._turn_for(None, ts, self._turns_by_reasoning, d.reasoning_id)
         self._turns_by_reasoning[d.reasoning_id] = turn
-        if turn._reasoning.final(d.reasoning_id, d.content):
-            turn.reasoning = turn._reasoning.text
+        stream = turn._reasoning
+        if d.content and not stream.live and stream.committed.endswith(d.content):
+            # Copilot writes the reasoning on the message first (reasoningText), then
+            # as its own event: shown once.
+            stream.finals.add(d.reasoning_id)
+            return changes
+        if stream.final(d.reasoning_id, d.content):
+            turn.reasoning = stream.text
             changes.append(Change("updated", turn))
         return changes
 
