@@ -43,6 +43,8 @@ MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed 
 # formats: an export is for reading the conversation, the log keeps everything.
 MAX_RAW_CHARS = 200
 MAX_INFO_CHARS = 4000
+# The system prompt is the same long text in every Copilot log: its start says which.
+MAX_INFO_LINES = {"system": 12}
 _BACKTICKS = re.compile(r"`{3,}")
 _GLYPH = {"success": "✓", "failure": "✗", "interrupted": "■", "running": "…", "pending": "…"}
 
@@ -116,7 +118,7 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
             head = f"*{info_glyph(block)} {_md_escape(block.title)}*"
             if not block.body:
                 return [head]
-            body = _info_body(block.body)
+            body = _info_body(block)
             ticks = _fence_for(body)
             return [
                 f"<details><summary>{html.escape(info_glyph(block) + ' ' + block.title)}</summary>",
@@ -137,8 +139,9 @@ def _raw_line(block: RawBlock) -> str:
     return data if len(data) <= MAX_RAW_CHARS else data[: MAX_RAW_CHARS - 1] + "…"
 
 
-def _info_body(body: str) -> str:
-    cut = cut_lines(body, MAX_OUTPUT_LINES)
+def _info_body(block: InfoRowBlock) -> str:
+    body = block.body or ""
+    cut = cut_lines(body, MAX_INFO_LINES.get(block.kind, MAX_OUTPUT_LINES))
     if len(cut) > MAX_INFO_CHARS:
         cut = cut[:MAX_INFO_CHARS] + f"\n… {len(body) - MAX_INFO_CHARS:,} more characters"
     return cut
@@ -279,7 +282,7 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
             title = esc(f"{info_glyph(block)} {block.title}")
             if not block.body:
                 return f'<p class="notice">{title}</p>'
-            body = esc(_info_body(block.body))
+            body = esc(_info_body(block))
             return f'<details class="info"><summary>{title}</summary><pre>{body}</pre></details>'
         case RawBlock():
             return (
