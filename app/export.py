@@ -89,7 +89,7 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
             lines = [f"### {_turn_title(block)}", ""]
             if block.reasoning.strip():
                 lines += [
-                    "<details><summary>💭 thinking</summary>",
+                    "<details><summary>∴ thinking</summary>",
                     "",
                     *(f"> {line}".rstrip() for line in block.reasoning.strip().splitlines()),
                     "",
@@ -254,7 +254,7 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
                 else ""
             )
             thinking = (
-                '<details class="thinking"><summary>💭 thinking</summary>'
+                '<details class="thinking"><summary>∴ thinking</summary>'
                 f"{esc(block.reasoning.strip())}</details>"
                 if block.reasoning.strip()
                 else ""

@@ -24,6 +24,7 @@ from agent.events import event_from_dict
 from agent.store import read_events
 from agent.transcript import Transcript, fold
 from app.export import export_session, to_html, to_markdown
+from app.viewer import ReplayScreen, ViewerApp
 from tests.test_transcript import Stream
 from widgets.info_row import InfoRowView, ReasoningView
 from widgets.timeline import Timeline
@@ -252,9 +253,9 @@ def test_reasoning_text_on_a_message_is_the_turn_reasoning() -> None:
     turns = [b for b in t.items if isinstance(b, TurnBlock)]
     assert turns[0].reasoning.startswith("Okay, let me try to figure out how to solve this")
     md, html = to_markdown(t), to_html(t)
-    assert "<details><summary>💭 thinking</summary>" in md
+    assert "<details><summary>∴ thinking</summary>" in md
     assert "> Okay, let me try to figure out how to solve this" in md
-    assert '<details class="thinking"><summary>💭 thinking</summary>Okay, let me try' in html
+    assert '<details class="thinking"><summary>∴ thinking</summary>Okay, let me try' in html
 
 
 def test_streamed_reasoning_is_not_repeated_by_the_message() -> None:
@@ -280,7 +281,7 @@ async def test_a_history_turn_shows_thinking_collapsed_and_opens_it() -> None:
         (digest,) = timeline.query(TurnDigest)
         reasoning = digest.block.reasoning.strip().splitlines()[0]
         closed = plain(digest.render())
-        assert "💭 thinking" in closed and reasoning[:40] not in closed
+        assert "∴ thinking" in closed and reasoning[:40] not in closed
         digest.focus()
         await pilot.press("enter")
         assert reasoning[:40] in plain(digest.render())
@@ -379,3 +380,21 @@ def test_a_copilot_diff_is_a_diff_in_both_exports() -> None:
     assert '<pre class="diff">diff --git a/src/orders.py' in page
     assert '<span class="add">+total = sum(prices)</span>' in page
     json.dumps(page)  # plain text: nothing odd left in it
+
+
+# --- how it looks --------------------------------------------------------------------
+
+
+def test_snapshot_of_a_real_log_with_its_compaction_opened(snap_compare: Any) -> None:
+    """A real Copilot log replayed: permissions, auto-model, system prompts, the
+    compaction (opened: its summary), the usage summary, each one muted row."""
+
+    async def open_the_compaction(pilot: Any) -> None:
+        await pilot.pause()
+        rows = screen.timeline.query(InfoRowView)
+        row = next(v for v in rows if v.block.kind == "compaction")
+        row.action_toggle_output()
+        await pilot.pause()
+
+    screen = ReplayScreen(real("irrlicht-2-12_context-compaction"), speed=0.0)
+    assert snap_compare(ViewerApp(screen), terminal_size=(100, 60), run_before=open_the_compaction)

@@ -49,7 +49,7 @@ def reasoning_text(block: TurnBlock, *, expanded: bool) -> RenderableType:
     """A turn's reasoning: "thinking" and its size, the text itself once opened."""
     lines = block.reasoning.strip().splitlines()
     head = Text.assemble(
-        ("💭 thinking", "italic"), (f"  {len(lines)} line{'' if len(lines) == 1 else 's'}", "dim")
+        ("∴ thinking", "italic"), (f"  {len(lines)} line{'' if len(lines) == 1 else 's'}", "dim")
     )
     if not expanded:
         head.append("  ▸", style="dim")
