@@ -307,6 +307,15 @@ async def test_a_live_turn_shows_its_reasoning_as_it_streams() -> None:
         assert "2 lines" in plain(view.render()) and "at the file" not in plain(view.render())
         await pilot.click(ReasoningView)
         assert "Let me look\n  at the file." in plain(view.render())
+        # The next turn makes this one history: its reasoning stays open there.
+        for event in events(
+            ("assistant.turn_end", {"turnId": "0"}),
+            ("assistant.turn_start", {"turnId": "1"}),
+        ):
+            timeline.apply(event)
+        await pilot.pause()
+        (digest,) = timeline.query(TurnDigest)
+        assert "Let me look\n  at the file." in plain(digest.render())
 
 
 async def test_an_info_row_opens_on_enter() -> None:

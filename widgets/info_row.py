@@ -17,6 +17,7 @@ from textual.widgets import Static
 from agent.blocks import InfoRowBlock, TurnBlock
 
 MAX_BODY_LINES = 200  # of an opened row in the timeline
+REASONING = "reasoning"  # stands for a turn's reasoning among its opened tool calls
 _GLYPH = {
     "system": "⚙",
     "hook": "↪",

@@ -23,13 +23,12 @@ from textual.visual import Visual, visualize
 from textual.widgets import Static
 
 from agent.blocks import ToolCallBlock, TurnBlock
-from widgets.info_row import reasoning_text
+from widgets.info_row import REASONING, reasoning_text
 from widgets.lazy_rich import rich_markdown
 from widgets.tool_card import card_renderable
 from widgets.turn_view import cut_text, header_text
 
 TOOL_META = "loopdeck-tool"  # style meta naming the tool call a rendered line belongs to
-REASONING = "reasoning"  # TOOL_META's value on the lines of the turn's reasoning
 
 
 class TurnDigest(Static, can_focus=True):

@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from agent.blocks import ToolCallBlock, TurnBlock
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, tokens
-from widgets.info_row import ReasoningView
+from widgets.info_row import REASONING, ReasoningView
 from widgets.lazy_rich import rich_markdown
 from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
@@ -210,8 +210,12 @@ class TurnView(Vertical):
 
     @property
     def expanded_tools(self) -> list[str]:
-        """Ids of the tool calls whose full output the user opened."""
-        return [tool_id for tool_id, card in self._cards.items() if card.expanded]
+        """Ids of the tool calls whose full output the user opened (and ``REASONING``
+        if the reasoning is open), for the digest that takes this view's place."""
+        opened = [tool_id for tool_id, card in self._cards.items() if card.expanded]
+        if self._reasoning is not None and self._reasoning.expanded:
+            opened.append(REASONING)
+        return opened
 
     # --- streaming ---------------------------------------------------------------
     #
