@@ -278,7 +278,7 @@ def usage_body(data: Data) -> str | None:
 
 
 def _skills(data: Data) -> tuple[str, str | None]:
-    skills = [s for s in data.get("skills") or [] if isinstance(s, dict)]
+    skills = [s for s in _list(data.get("skills")) if isinstance(s, dict)]
     names = [_text(s.get("name")) or "?" for s in skills]
     title = f"{len(skills)} skill{'' if len(skills) == 1 else 's'} available"
     if names:
@@ -290,7 +290,7 @@ def _skills(data: Data) -> tuple[str, str | None]:
 
 
 def _servers(data: Data) -> tuple[str, str | None]:
-    servers = [s for s in data.get("servers") or [] if isinstance(s, dict)]
+    servers = [s for s in _list(data.get("servers")) if isinstance(s, dict)]
     shown = [f"{_text(s.get('name')) or '?'} ({_text(s.get('status')) or '?'})" for s in servers]
     title = f"{len(servers)} MCP server{'' if len(servers) == 1 else 's'}"
     if shown:
@@ -363,6 +363,10 @@ def _metric(metric: object) -> tuple[Data, Data]:
         requests if isinstance(requests, dict) else {},
         usage if isinstance(usage, dict) else {},
     )
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _text(value: object) -> str:

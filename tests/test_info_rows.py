@@ -21,6 +21,7 @@ from textual.app import App, ComposeResult
 
 from agent.blocks import InfoRowBlock, RawBlock, ToolCallBlock, TurnBlock
 from agent.events import event_from_dict
+from agent.info_rows import INFO_TYPES
 from agent.store import read_events
 from agent.transcript import Transcript, fold
 from app.export import export_session, to_html, to_markdown
@@ -407,3 +408,52 @@ def test_snapshot_of_a_real_log_with_its_compaction_opened(snap_compare: Any) ->
 
     screen = ReplayScreen(real("irrlicht-2-12_context-compaction"), speed=0.0)
     assert snap_compare(ViewerApp(screen), terminal_size=(100, 60), run_before=open_the_compaction)
+
+
+def test_odd_shapes_make_plainer_rows_never_a_crash() -> None:
+    """Damaged or future data: every field of the wrong type, or missing."""
+    odd: list[Any] = [5, "x", None, [1], {"a": 1}, True]
+    t = Transcript()
+    for etype in sorted(INFO_TYPES):
+        for value in odd:
+            data = {key: value for key in ODD_KEYS}
+            t.apply(event_from_dict({"type": etype, "data": data}))
+        t.apply(event_from_dict({"type": etype, "data": {}}))
+    assert all(isinstance(b, InfoRowBlock) for b in t.items)
+    assert to_html(t) and to_markdown(t)
+
+
+ODD_KEYS = [
+    "content",
+    "role",
+    "name",
+    "skills",
+    "servers",
+    "serverName",
+    "status",
+    "error",
+    "hookInvocationId",
+    "hookType",
+    "success",
+    "input",
+    "output",
+    "model",
+    "mode",
+    "previousMode",
+    "allowAllPermissions",
+    "currentTokens",
+    "tokenLimit",
+    "trigger",
+    "preCompactionTokens",
+    "postCompactionTokens",
+    "messagesRemoved",
+    "summaryContent",
+    "eventsRemoved",
+    "upToEventId",
+    "kind",
+    "chosenModel",
+    "confidence",
+    "fallback",
+    "reasoningBucket",
+    "performedBy",
+]
