@@ -289,6 +289,26 @@ class NoticeBlock:
     timestamp: datetime | None = None
 
 
+InfoState = Literal["running", "ok", "failed"]
+
+
+@dataclass(slots=True, eq=False)
+class InfoRowBlock:
+    """A compact row for an event that is neither conversation nor a tool call (the
+    system prompt, a hook, an MCP server, a compaction, ...; see agent/info_rows.py).
+
+    ``body`` is the detail, shown only on request (collapsed, cut in exports).
+    """
+
+    block_id: int
+    kind: str  # the event's family: "system", "hook", "mcp", "compaction", ...
+    title: str  # one line
+    body: str | None = None
+    state: InfoState | None = None  # for what runs and ends (a hook, a compaction)
+    count: int = 1  # events folded into this row
+    timestamp: datetime | None = None
+
+
 @dataclass(slots=True, eq=False)
 class PlanBlock:
     """A plan the model proposed with exit_plan_mode, and what the user decided."""
@@ -324,6 +344,7 @@ Block: TypeAlias = (
     | AbortBlock
     | NoticeBlock
     | PlanBlock
+    | InfoRowBlock
     | RawBlock
 )
 

@@ -124,6 +124,7 @@ class SessionCompactionStartData(EventData):
     TYPE = "session.compaction_start"
     current_tokens: int | None = None
     token_limit: int | None = None
+    trigger: str | None = None  # "manual" or "auto" in Copilot's logs
 
 
 class SessionCompactionCompleteData(EventData):
@@ -132,6 +133,31 @@ class SessionCompactionCompleteData(EventData):
     error: str | None = None
     messages_removed: int | None = None
     summary_content: str | None = None
+    pre_compaction_tokens: int | None = None
+    post_compaction_tokens: int | None = None
+
+
+class SessionTruncationData(EventData):
+    """Messages dropped from the model's context to fit its token limit."""
+
+    TYPE = "session.truncation"
+    token_limit: int
+    pre_truncation_tokens_in_messages: int
+    pre_truncation_messages_length: int
+    post_truncation_tokens_in_messages: int
+    post_truncation_messages_length: int
+    tokens_removed_during_truncation: int
+    messages_removed_during_truncation: int
+    performed_by: str
+
+
+class SystemMessageData(EventData):
+    """The system prompt (``role: system``) or instructions a developer injected."""
+
+    TYPE = "system.message"
+    content: str
+    role: Literal["system", "developer"] = "system"
+    name: str | None = None
 
 
 class ShutdownCodeChanges(EventData):
@@ -268,6 +294,8 @@ class AssistantMessageData(EventData):
     turn_id: str | None = None
     model: str | None = None
     output_tokens: int | None = None
+    # The model's visible reasoning, when it came with the message (not streamed).
+    reasoning_text: str | None = None
 
 
 class AssistantUsageData(EventData):
@@ -481,6 +509,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionModelChangeData,
         SessionCompactionStartData,
         SessionCompactionCompleteData,
+        SessionTruncationData,
+        SystemMessageData,
         SessionShutdownData,
         SessionAutopilotStoppedData,
         SessionUsageCheckpointData,

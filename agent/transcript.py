@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from agent import permission_level, todos
 from agent.blocks import (
@@ -32,6 +33,7 @@ from agent.blocks import (
     Block,
     Change,
     ErrorBlock,
+    InfoRowBlock,
     NoticeBlock,
     PlanBlock,
     RawBlock,
@@ -83,8 +85,10 @@ from agent.events import (
     SessionStartData,
     SessionTaskCompleteData,
     SessionTodosChangedData,
+    SessionTruncationData,
     SessionUsageCheckpointData,
     SessionWarningData,
+    SystemMessageData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
     ToolExecutionStartData,
@@ -94,6 +98,7 @@ from agent.events import (
     UserInputRequestedData,
     UserMessageData,
 )
+from agent.info_rows import INFO_TYPES, InfoRows, usage_body, usage_summary
 from agent.sent_text import sent_text
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
@@ -162,7 +167,7 @@ class Transcript:
         self._tool_turn: dict[str, TurnBlock | None] = {}
         self._open_tools: dict[str, ToolCallBlock] = {}
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
-        self._compaction: NoticeBlock | None = None
+        self._info_rows = InfoRows(self._new_id)
         self._level_questions: set[str] = set()  # request ids of the permission-level question
         self._shell = UserShell(self._new_id)  # the user's own !commands
         self.plan: PlanBlock | None = None  # the latest plan proposed with exit_plan_mode
@@ -267,10 +272,13 @@ class Transcript:
                 changes = [self._add(notice)]
             case SessionWarningData() as d:
                 changes = self._warning(d, ts)
-            case SessionCompactionStartData() as d:
-                changes = self._compaction_start(d, ts)
-            case SessionCompactionCompleteData() as d:
-                changes = self._compaction_complete(d, ts)
+            case (
+                SessionCompactionStartData()
+                | SessionCompactionCompleteData()
+                | SessionTruncationData()
+                | SystemMessageData()
+            ):
+                changes = self._info(event.type, event.data.wire(), ts)
             case SessionAutopilotStoppedData() as d:
                 self.autopilot_stopped = True
                 notice = NoticeBlock(
@@ -278,7 +286,7 @@ class Transcript:
                 )
                 changes = [self._add(notice)]
             case SessionShutdownData() as d:
-                changes = self._shutdown(d, ts)
+                changes = [*self._shutdown(d, ts), *self._usage_summary(d, ts)]
             case SessionPlanChangedData() as d:
                 msg = _PLAN_NOTICE.get(d.operation, f"plan: {d.operation}")
                 changes = [self._add(NoticeBlock(self._new_id(), "plan", msg, timestamp=ts))]
@@ -286,6 +294,8 @@ class Transcript:
                 changes = self._plan_requested(d, ts)
             case ExitPlanModeCompletedData() as d:
                 changes = self._plan_completed(event, d, ts)
+            case UnknownData() as d if event.type in INFO_TYPES:
+                changes = self._info(event.type, d.raw, ts)
             case UnknownData() as d:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:
@@ -668,6 +678,10 @@ class Transcript:
         if turn._text.final(d.message_id, d.content):
             turn.text = turn._text.text
             turn.cut_text = ""
+        # Reasoning may come with the message rather than as its own event.
+        reasoning = d.reasoning_text if not turn._reasoning.finals else None
+        if reasoning and turn._reasoning.final(f"{d.message_id}/reasoning", reasoning):
+            turn.reasoning = turn._reasoning.text
         if d.model:
             self._answered_by(turn, d.model)
         if d.output_tokens is not None and turn._usage_from == "message":
@@ -696,8 +710,14 @@ class Transcript:
     def _reasoning(self, d: AssistantReasoningData, ts: datetime | None) -> list[Change]:
         turn, changes = self._turn_for(None, ts, self._turns_by_reasoning, d.reasoning_id)
         self._turns_by_reasoning[d.reasoning_id] = turn
-        if turn._reasoning.final(d.reasoning_id, d.content):
-            turn.reasoning = turn._reasoning.text
+        stream = turn._reasoning
+        if d.content and not stream.live and stream.committed.endswith(d.content):
+            # Copilot writes the reasoning on the message first (reasoningText), then
+            # as its own event: shown once.
+            stream.finals.add(d.reasoning_id)
+            return changes
+        if stream.final(d.reasoning_id, d.content):
+            turn.reasoning = stream.text
             changes.append(Change("updated", turn))
         return changes
 
@@ -928,28 +948,18 @@ class Transcript:
             changes.append(Change("updated", turn))
         return changes
 
-    def _compaction_start(self, d: SessionCompactionStartData, ts: datetime | None) -> list[Change]:
-        msg = "compacting the context"
-        if d.current_tokens is not None and d.token_limit:
-            msg += f" ({d.current_tokens}/{d.token_limit} tokens)"
-        notice = NoticeBlock(self._new_id(), "compaction", msg, timestamp=ts)
-        self._compaction = notice
-        return [self._add(notice)]
+    def _info(self, etype: str, data: dict[str, Any], ts: datetime | None) -> list[Change]:
+        row, new = self._info_rows.fold(etype, data, ts)
+        return [self._add(row) if new else Change("updated", row)]
 
-    def _compaction_complete(
-        self, d: SessionCompactionCompleteData, ts: datetime | None
-    ) -> list[Change]:
-        if d.success:
-            msg = "context compacted"
-            if d.messages_removed is not None:
-                msg += f" ({d.messages_removed} messages removed)"
-        else:
-            msg = f"compaction failed: {d.error or 'unknown error'}"
-        notice, self._compaction = self._compaction, None
-        if notice is None:
-            return [self._add(NoticeBlock(self._new_id(), "compaction", msg, timestamp=ts))]
-        notice.message = msg
-        return [Change("updated", notice)]
+    def _usage_summary(self, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
+        """The usage a shutdown reports per model, as a row after its notice."""
+        wire = d.wire()
+        title = usage_summary(wire)
+        if title is None:
+            return []
+        row = InfoRowBlock(self._new_id(), "usage", title, usage_body(wire), timestamp=ts)
+        return [self._add(row)]
 
     def _shutdown(self, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
         changes = self._close_open(ts)  # shut down mid-turn: nothing open will finish

@@ -17,6 +17,7 @@ from agent.blocks import (
     AbortBlock,
     Block,
     ErrorBlock,
+    InfoRowBlock,
     NoticeBlock,
     PlanBlock,
     RawBlock,
@@ -35,13 +36,21 @@ from widgets.format import (
     LIMIT_CUT_MARK,
     abort_reason,
     cost,
+    diff_body,
     duration,
     speed,
     summarize_arguments,
     tokens,
 )
+from widgets.info_row import cut_lines, info_glyph
 
 MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed block
+# Raw events and the detail of info rows (a system prompt is ~40 KB) are cut in both
+# formats: an export is for reading the conversation, the log keeps everything.
+MAX_RAW_CHARS = 200
+MAX_INFO_CHARS = 4000
+# The system prompt is the same long text in every Copilot log: its start says which.
+MAX_INFO_LINES = {"system": 12}
 _BACKTICKS = re.compile(r"`{3,}")
 _GLYPH = {"success": "✓", "failure": "✗", "interrupted": "■", "running": "…", "pending": "…"}
 
@@ -86,6 +95,15 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
             return ["## User", "", block.content]
         case TurnBlock():
             lines = [f"### {_turn_title(block)}", ""]
+            if block.reasoning.strip():
+                lines += [
+                    "<details><summary>∴ thinking</summary>",
+                    "",
+                    *(f"> {line}".rstrip() for line in block.reasoning.strip().splitlines()),
+                    "",
+                    "</details>",
+                    "",
+                ]
             if block.cut_text.strip():
                 struck = " ".join(block.cut_text.split()).replace("~", "\\~")
                 lines += [f"> *attempt {block.cut_attempt or 1}, cut:* ~~{struck}~~", ""]
@@ -115,11 +133,47 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
                 "",
                 f"*{outcome_text(block)}{said}*",
             ]
+        case InfoRowBlock():
+            head = f"*{info_glyph(block)} {_md_escape(block.title)}*"
+            if not block.body:
+                return [head]
+            body = _info_body(block)
+            ticks = _fence_for(body)
+            return [
+                f"<details><summary>{html.escape(info_glyph(block) + ' ' + block.title)}</summary>",
+                "",
+                ticks + "text",
+                *body.splitlines(),
+                ticks,
+                "",
+                "</details>",
+            ]
         case RawBlock():
-            data = json.dumps(block.data, ensure_ascii=False)
-            shown = data if len(data) <= 200 else data[:199] + "…"
-            return [f"`{block.type}` `{shown}`"]
+            return [f"`{block.type}` `{_raw_line(block)}`"]
     return []
+
+
+def _raw_line(block: RawBlock) -> str:
+    data = json.dumps(block.data, ensure_ascii=False)
+    return data if len(data) <= MAX_RAW_CHARS else data[: MAX_RAW_CHARS - 1] + "…"
+
+
+def _info_body(block: InfoRowBlock) -> str:
+    body = block.body or ""
+    cut = cut_lines(body, MAX_INFO_LINES.get(block.kind, MAX_OUTPUT_LINES))
+    if len(cut) > MAX_INFO_CHARS:
+        cut = cut[:MAX_INFO_CHARS] + f"\n… {len(body) - MAX_INFO_CHARS:,} more characters"
+    return cut
+
+
+def _md_escape(text: str) -> str:
+    return re.sub(r"([*_`\\<>\[\]])", r"\\\1", text)
+
+
+def _fence_for(body: str) -> str:
+    """Longer than any run of backticks in ``body``, so one in it (a viewed Markdown
+    file) cannot close the fence."""
+    return "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(body)), default=0))
 
 
 def _turn_title(block: TurnBlock) -> str:
@@ -150,13 +204,12 @@ def _md_tool(tool: ToolCallBlock) -> list[str]:
     body = tool.detailed_content or tool.result or tool.error or ""
     if not body.strip():
         return [head]
-    lines = body.rstrip().splitlines()
+    diff = diff_body(body)
+    lines = (diff or body).rstrip().splitlines()
     if len(lines) > MAX_OUTPUT_LINES:
         lines = [*lines[:MAX_OUTPUT_LINES], f"… {len(lines) - MAX_OUTPUT_LINES} more lines"]
-    # Longer than any run of backticks in the output, so a fence in it (a viewed
-    # Markdown file) cannot close this one.
-    ticks = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(body)), default=0))
-    fence = ticks + ("diff" if body.startswith(("---", "@@", "diff ")) else "")
+    ticks = _fence_for(body)
+    fence = ticks + ("diff" if diff else "")
     return [head, "", "  " + fence, *("  " + line for line in lines), "  " + ticks, ""]
 
 
@@ -182,6 +235,9 @@ pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}
 .error{border:2px solid #cf222e;border-radius:6px;padding:.2em 1em}
 .notice{color:#57606a;font-style:italic} .cut{color:#57606a;white-space:pre-wrap}
 .shell{border-left:4px solid #57606a;padding:.2em .8em}
+.info summary,.raw summary{color:#57606a;font-family:inherit;font-size:.9em}
+.thinking{color:#57606a;white-space:pre-wrap;font-style:italic}
+.diff .add{color:#1a7f37} .diff .del{color:#cf222e} .diff .hunk{color:#8250df}
 """
 
 
@@ -218,8 +274,14 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
                 if block.cut_text.strip()
                 else ""
             )
+            thinking = (
+                '<details class="thinking"><summary>∴ thinking</summary>'
+                f"{esc(block.reasoning.strip())}</details>"
+                if block.reasoning.strip()
+                else ""
+            )
             return (
-                f'<div class="turn"><h3>{esc(_turn_title(block))}</h3>{cut}'
+                f'<div class="turn"><h3>{esc(_turn_title(block))}</h3>{thinking}{cut}'
                 f"{md.render(block.text) if block.text.strip() else ''}{tools}</div>"
             )
         case ToolCallBlock():
@@ -245,9 +307,17 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
                 f'<div class="plan"><h2>☰ Plan: {esc(block.summary)}</h2>{md.render(block.plan)}'
                 f"<p><i>{esc(outcome_text(block))}{said}</i></p></div>"
             )
+        case InfoRowBlock():
+            title = esc(f"{info_glyph(block)} {block.title}")
+            if not block.body:
+                return f'<p class="notice">{title}</p>'
+            body = esc(_info_body(block))
+            return f'<details class="info"><summary>{title}</summary><pre>{body}</pre></details>'
         case RawBlock():
-            data = esc(json.dumps(block.data, ensure_ascii=False))
-            return f'<p class="notice"><code>{esc(block.type)}</code> <code>{data}</code></p>'
+            return (
+                f'<details class="raw"><summary><code>{esc(block.type)}</code></summary>'
+                f"<code>{esc(_raw_line(block))}</code></details>"
+            )
     return ""
 
 
@@ -260,4 +330,24 @@ def _html_tool(tool: ToolCallBlock) -> str:
         f"<b>{esc(tool.name)}</b> {esc(_args(tool))}{took}"
     )
     body = tool.detailed_content or tool.result or tool.error or ""
+    diff = diff_body(body)
+    if diff:
+        shown = _diff_html(diff)
+        return f'<details><summary>{summary}</summary><pre class="diff">{shown}</pre></details>'
     return f"<details><summary>{summary}</summary><pre>{esc(body)}</pre></details>"
+
+
+def _diff_html(diff: str) -> str:
+    """A diff's lines, each coloured by what it does (added, removed, a hunk)."""
+    out = []
+    for line in diff.rstrip("\n").split("\n"):
+        css = ""
+        if line.startswith("@@"):
+            css = "hunk"
+        elif line.startswith("+") and not line.startswith("+++"):
+            css = "add"
+        elif line.startswith("-") and not line.startswith("---"):
+            css = "del"
+        text = html.escape(line)
+        out.append(f'<span class="{css}">{text}</span>' if css else text)
+    return "\n".join(out)

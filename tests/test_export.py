@@ -157,8 +157,9 @@ def test_html_of_a_loopdeck_session() -> None:
     names = re.findall(r"<details><summary>.*?<b>(\w+)</b>", page)
     assert names == ["grep", "view", "edit", "bash", "task_complete"]
     assert '<span class="ok">✓</span> <b>bash</b> grep -c ValueError shop/cart.py · 44.1s' in page
-    assert "<pre>--- a/shop/cart.py\n+++ b/shop/cart.py\n" in page
-    assert "-&gt; None:\n-        # TODO: reject qty &lt;= 0\n" in page
+    # The edit's diff, each line coloured by what it does.
+    assert '<pre class="diff">--- a/shop/cart.py\n+++ b/shop/cart.py\n<span class="hunk">@@' in page
+    assert '-&gt; None:\n<span class="del">-        # TODO: reject qty &lt;= 0</span>\n' in page
     assert counted.opened["div"] == 1 + 6 + 1 + 1  # user, turns, nudge, completion
     assert '<div class="user"><b>User</b><br>Make Cart.add reject' in page
     assert f'<div class="nudge"><b>↻ Autopilot nudge 1</b> — {NUDGE_START}' in page
@@ -198,7 +199,7 @@ def test_html_escapes_markup_wherever_content_lands(tmp_path: Path) -> None:
     assert "<script" not in page.lower() and "<img" not in page.lower()
     assert page.count("&lt;script&gt;") >= 10
     assert "<title>loopdeck session 1d0c5e55" in page  # the page itself is intact
-    assert tags(page).opened["details"] == 6
+    assert tags(page).opened["details"] == 7  # the six tool calls, the raw row
 
 
 # --- the Copilot fixture, and odd files ------------------------------------------------
@@ -214,25 +215,26 @@ def test_export_of_a_copilot_session_shows_unknown_types_compactly() -> None:
     raw = [line for line in md.splitlines() if re.match(r"`[\w.]+` `\{", line)]
     assert [line.split("`")[1] for line in raw] == [
         "session.usage_info",
-        "hook.start",
-        "hook.end",
         "assistant.intent",
         "tool.execution_progress",
-        "session.truncation",
         "future.thing",
     ]
+    # Hooks and truncations are rows of their own (see test_info_rows.py).
+    assert "<details><summary>↪ hook userPromptSubmitted ✓</summary>" in md
+    assert "*✂ context truncated by BasicTruncator: 9,800 → 9,800 tokens," in md
     assert (
         '`future.thing` `{"widget": "sprocket", "level": 3, "note": "a type no schema knows yet"}`'
         in raw
     )
     assert all(len(line) <= 200 + 40 for line in raw)  # one line each, data cut at 200
     page = export_session(COPILOT, "html")
+    # Raw rows are collapsed in HTML too, and cut like in Markdown.
     assert (
-        '<p class="notice"><code>future.thing</code> <code>{&quot;widget&quot;: '
-        "&quot;sprocket&quot;" in page
+        '<details class="raw"><summary><code>future.thing</code></summary>'
+        "<code>{&quot;widget&quot;: &quot;sprocket&quot;" in page
     )
-    assert page.count('<p class="notice"><code>') == 7
-    assert tags(page).opened["details"] == 1
+    assert page.count('<details class="raw">') == 4
+    assert tags(page).opened["details"] == 1 + 4 + 1  # the tool call, raw rows, the hook
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])

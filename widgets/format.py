@@ -121,3 +121,15 @@ def preview(text: str | None, lines: int = 3, width: int = 100) -> list[str]:
         if len(shown) == lines:
             break
     return shown
+
+
+def diff_body(text: str | None) -> str | None:
+    """``text`` without its leading blank lines if it is a unified diff, else ``None``.
+
+    Copilot's edit results start with a newline before ``diff --git``; loopdeck's with
+    the ``---`` header or a hunk.
+    """
+    if not text:
+        return None
+    body = text.lstrip("\r\n")
+    return body if body.startswith(("diff --git", "--- ", "---\t", "@@", "diff ")) else None

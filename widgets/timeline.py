@@ -22,6 +22,7 @@ from agent.blocks import (
     Block,
     Change,
     ErrorBlock,
+    InfoRowBlock,
     NoticeBlock,
     PlanBlock,
     RawBlock,
@@ -33,6 +34,7 @@ from agent.blocks import (
 )
 from agent.events import AssistantMessageDeltaData, Event
 from agent.transcript import Transcript
+from widgets.info_row import InfoRowView, ReasoningView
 from widgets.message_blocks import (
     AbortView,
     ErrorView,
@@ -69,7 +71,7 @@ class LoadEarlier(Static, can_focus=True):
         self.post_message(self.Pressed())
 
 
-CARD_TYPES = (ToolCard, TurnDigest, LoadEarlier)
+CARD_TYPES = (ToolCard, TurnDigest, LoadEarlier, InfoRowView, ReasoningView)
 CARD_SELECTOR = ", ".join(kind.__name__ for kind in CARD_TYPES)
 
 
@@ -276,7 +278,7 @@ class Timeline(VerticalScroll):
             if change.kind == "added" or item in self.transcript.items[-1:]:
                 self._append(item)
             return
-        if isinstance(view, TurnView | TurnDigest | ToolCard | ShellView):
+        if isinstance(view, TurnView | TurnDigest | ToolCard | ShellView | InfoRowView):
             view.sync()
         else:
             view.refresh()
@@ -334,6 +336,8 @@ class Timeline(VerticalScroll):
                 return NoticeView(item)
             case PlanBlock():
                 return PlanView(item)
+            case InfoRowBlock():
+                return InfoRowView(item)
             case RawBlock():
                 return RawView(item)
         raise TypeError(f"no view for {type(item).__name__}")  # pragma: no cover

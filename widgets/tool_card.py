@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from agent.blocks import ToolCallBlock
-from widgets.format import duration, preview, summarize_arguments
+from widgets.format import diff_body, duration, preview, summarize_arguments
 from widgets.lazy_rich import highlighted
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -128,9 +128,9 @@ def _full_output(block: ToolCallBlock) -> list[RenderableType]:
     out: list[RenderableType] = []
     if block.error and block.status != "success":
         out.append(Text(block.error, style="red"))
-    detail = block.detailed_content
-    if detail and _looks_like_diff(detail):
-        out.append(highlighted(detail.rstrip("\n"), "diff"))
+    diff = diff_body(block.detailed_content) or diff_body(block.result)
+    if diff:
+        out.append(highlighted(diff.rstrip("\n"), "diff"))
     elif block.result:
         out.append(Text(block.result))
     return out
@@ -161,7 +161,3 @@ def _status_style(status: str) -> str:
 def _line_count(block: ToolCallBlock) -> int:
     text = block.error if block.status != "success" else block.result
     return sum(1 for line in (text or "").splitlines() if line.strip())
-
-
-def _looks_like_diff(text: str) -> bool:
-    return text.startswith(("---", "diff ", "@@"))

@@ -23,6 +23,7 @@ from textual.visual import Visual, visualize
 from textual.widgets import Static
 
 from agent.blocks import ToolCallBlock, TurnBlock
+from widgets.info_row import REASONING, reasoning_text
 from widgets.lazy_rich import rich_markdown
 from widgets.tool_card import card_renderable
 from widgets.turn_view import cut_text, header_text
@@ -74,6 +75,8 @@ class TurnDigest(Static, can_focus=True):
     def action_toggle_output(self) -> None:
         """Enter: expand every tool call of the turn, or fold them all back."""
         ids = {tool.tool_call_id for tool in self.block.tools if tool.finished}
+        if self.block.reasoning.strip():
+            ids.add(REASONING)
         self.expanded = set() if self.expanded >= ids else ids
         self._redraw()
 
@@ -122,6 +125,9 @@ class TurnDigest(Static, can_focus=True):
         parts: list[RenderableType] = [header]
         if block.cut_text.strip():
             parts.append(cut_text(block))
+        if block.reasoning.strip():
+            thinking = reasoning_text(block, expanded=REASONING in self.expanded)
+            parts.append(Tagged(thinking, REASONING))
         if block.text.strip():
             parts.append(rich_markdown(block.text))
             if block.tools:
@@ -138,6 +144,19 @@ class TurnDigest(Static, can_focus=True):
         # The full style, not the partial one: theme colours like $text-muted carry an
         # alpha that only the full style has blended with the background.
         return Style.from_color(self.get_component_rich_style(component).color)
+
+
+class Tagged:
+    """A part of the turn whose lines a click can name (see ``TOOL_META``)."""
+
+    def __init__(self, part: RenderableType, tag: str) -> None:
+        self.part = part
+        self.meta = Style.from_meta({TOOL_META: tag})
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.part, options, pad=False):
+            yield from Segment.apply_style(line, post_style=self.meta)
+            yield Segment.line()
 
 
 class RuledCard:

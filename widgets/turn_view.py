@@ -20,6 +20,7 @@ from textual.widgets import Static
 
 from agent.blocks import ToolCallBlock, TurnBlock
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, tokens
+from widgets.info_row import REASONING, ReasoningView
 from widgets.lazy_rich import rich_markdown
 from widgets.markdown_split import freeze_point
 from widgets.tool_card import ToolCard
@@ -113,6 +114,7 @@ class TurnView(Vertical):
         self._rate_at = 0.0
         self._cut: CutAttemptView | None = None
         self._cut_shown = ""
+        self._reasoning: ReasoningView | None = None
         # Events can reach the view before it is mounted (a fast model emits a whole
         # turn at once); until on_mount draws the block as it is then, they wait.
         self._ready = False
@@ -153,6 +155,8 @@ class TurnView(Vertical):
         )
         if block.cut_text is not self._cut_shown:
             self._sync_cut()
+        if block.reasoning.strip():
+            self._sync_reasoning()
         if signature != self._header_signature:
             self._header_signature = signature
             # Layout too: a longer header (usage, speed) may wrap onto another line.
@@ -183,6 +187,13 @@ class TurnView(Vertical):
         else:
             self._cut.refresh(layout=True)
 
+    def _sync_reasoning(self) -> None:
+        if self._reasoning is None:
+            self._reasoning = ReasoningView(self.block)
+            self.mount(self._reasoning, after=self._cut or self.header)
+        else:
+            self._reasoning.sync()
+
     def add_tool(self, tool: ToolCallBlock) -> None:
         if not self._ready or tool.tool_call_id in self._cards:
             return
@@ -199,8 +210,12 @@ class TurnView(Vertical):
 
     @property
     def expanded_tools(self) -> list[str]:
-        """Ids of the tool calls whose full output the user opened."""
-        return [tool_id for tool_id, card in self._cards.items() if card.expanded]
+        """Ids of the tool calls whose full output the user opened (and ``REASONING``
+        if the reasoning is open), for the digest that takes this view's place."""
+        opened = [tool_id for tool_id, card in self._cards.items() if card.expanded]
+        if self._reasoning is not None and self._reasoning.expanded:
+            opened.append(REASONING)
+        return opened
 
     # --- streaming ---------------------------------------------------------------
     #
