@@ -16,7 +16,7 @@ import re
 import shutil
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -237,7 +237,7 @@ def _rg_common(args: GrepArgs) -> list[str]:
     return cmd
 
 
-async def _run_rg(cmd: list[str | bytes], args: GrepArgs, ctx: ToolContext) -> bytes:
+async def _run_rg(cmd: Sequence[str | bytes], args: GrepArgs, ctx: ToolContext) -> bytes:
     proc = await asyncio.create_subprocess_exec(
         *cmd,
         cwd=ctx.cwd,
