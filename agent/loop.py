@@ -151,6 +151,9 @@ class TurnLoop:
         self.host = host
         self.outcome = LoopOutcome()
         self._stop_blocks = 0
+        # Chunks of the reply streaming now, joined on demand: ``+=`` on an attribute
+        # copies the whole reply each time (quadratic: seconds for 100,000 chunks).
+        self._partial_chunks: list[str] = []
 
     async def run(self, prompt: str, message_id: str | None = None) -> LoopOutcome:
         host = self.host
@@ -338,7 +341,7 @@ class TurnLoop:
         attempt = 0
         while True:
             self._message_id = _new_id()
-            self._partial_text = ""
+            self._partial_chunks = []
             index = host.model_calls - 1
             try:
                 return await self._stream(index)
@@ -382,7 +385,7 @@ class TurnLoop:
                 since_yield = time.perf_counter()
             match item:
                 case TextDelta(text=text):
-                    self._partial_text += text
+                    self._partial_chunks.append(text)
                     delta = host.emit(
                         AssistantMessageDeltaData(message_id=self._message_id, delta_content=text)
                     )
@@ -494,9 +497,12 @@ class TurnLoop:
 
     # Per-attempt streaming state, kept so an abort can record a partial reply.
     _message_id: str = ""
-    _partial_text: str = ""
     _message_sent: bool = False
     _clock: StreamClock = StreamClock("")
+
+    @property
+    def _partial_text(self) -> str:
+        return "".join(self._partial_chunks)
 
 
 def _tool_request(call: ToolCall) -> ToolRequest:

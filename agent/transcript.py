@@ -427,17 +427,14 @@ class Transcript:
         turn.retries += 1
         turn.retry_reason = reason
         turn.speed.attempt(None)
-        if turn._text.discard_live():
-            turn.text = turn._text.text
-        if turn._reasoning.discard_live():
-            turn.reasoning = turn._reasoning.text
+        turn._text.discard_live()
+        turn._reasoning.discard_live()
         return [Change("updated", turn)]
 
     def _cut(self, turn: TurnBlock, attempt: int, text: str) -> None:
         turn.cut_text, turn.cut_attempt = text, attempt
         turn.speed.attempt(None)  # a speed is shown for a reply that arrived, not a cut one
-        if turn._text.discard_live():
-            turn.text = turn._text.text
+        turn._text.discard_live()
 
     def _set_turn_usage(
         self,
@@ -522,7 +519,6 @@ class Transcript:
         turn, changes = self._turn_for(None, ts, self._turns_by_message, d.message_id)
         self._turns_by_message[d.message_id] = turn
         if turn._text.delta(d.message_id, d.delta_content):
-            turn.text = turn._text.text
             turn.cut_text = ""  # the next attempt's reply takes the cut one's place
             turn.speed.token(ts, turn.started_at)
             changes.append(Change("updated", turn))
@@ -532,7 +528,6 @@ class Transcript:
         turn, changes = self._turn_for(d.turn_id, ts, self._turns_by_message, d.message_id)
         self._turns_by_message[d.message_id] = turn
         if turn._text.final(d.message_id, d.content):
-            turn.text = turn._text.text
             turn.cut_text = ""
         if d.model:
             turn.model = turn.model or d.model
@@ -555,7 +550,6 @@ class Transcript:
         turn, changes = self._turn_for(None, ts, self._turns_by_reasoning, d.reasoning_id)
         self._turns_by_reasoning[d.reasoning_id] = turn
         if turn._reasoning.delta(d.reasoning_id, d.delta_content):
-            turn.reasoning = turn._reasoning.text
             turn.speed.token(ts, turn.started_at)
             changes.append(Change("updated", turn))
         return changes
@@ -564,7 +558,6 @@ class Transcript:
         turn, changes = self._turn_for(None, ts, self._turns_by_reasoning, d.reasoning_id)
         self._turns_by_reasoning[d.reasoning_id] = turn
         if turn._reasoning.final(d.reasoning_id, d.content):
-            turn.reasoning = turn._reasoning.text
             changes.append(Change("updated", turn))
         return changes
 
