@@ -119,18 +119,71 @@ class SessionModelChangeData(EventData):
     previous_model: str | None = None
 
 
+CompactionTrigger = Literal[
+    "threshold", "context_limit_retry", "manual", "memory_pressure", "model_switch"
+]
+
+
 class SessionCompactionStartData(EventData):
+    """A summary of the older history is being made (see agent/compaction.py)."""
+
     TYPE = "session.compaction_start"
     current_tokens: int | None = None
     token_limit: int | None = None
+    system_tokens: int | None = None
+    conversation_tokens: int | None = None
+    tool_definitions_tokens: int | None = None
+    trigger: CompactionTrigger | None = None
+    compaction_attempt_id: str | None = None
 
 
 class SessionCompactionCompleteData(EventData):
+    """The summary is made (or not): on success it stands in for the first
+    ``messages_removed`` messages of the model's history from here on."""
+
     TYPE = "session.compaction_complete"
     success: bool
     error: str | None = None
     messages_removed: int | None = None
     summary_content: str | None = None
+    pre_compaction_tokens: int | None = None
+    post_compaction_tokens: int | None = None
+    pre_compaction_messages_length: int | None = None
+    tokens_removed: int | None = None
+    token_limit: int | None = None
+    checkpoint_number: int | None = None
+    trigger: CompactionTrigger | None = None
+    compaction_attempt_id: str | None = None
+    model: str | None = None
+
+
+class SessionTruncationData(EventData):
+    """Messages dropped from the start of the model's history (the oldest turns,
+    when a summary could not be made), or oversized content cut."""
+
+    TYPE = "session.truncation"
+    messages_removed_during_truncation: int
+    performed_by: str
+    post_truncation_messages_length: int
+    post_truncation_tokens_in_messages: int
+    pre_truncation_messages_length: int
+    pre_truncation_tokens_in_messages: int
+    token_limit: int
+    tokens_removed_during_truncation: int
+
+
+class SessionUsageInfoData(EventData):
+    """How full the model's context window is, sent before each model call."""
+
+    TYPE = "session.usage_info"
+    EPHEMERAL = True
+    current_tokens: int
+    messages_length: int
+    token_limit: int
+    system_tokens: int | None = None
+    conversation_tokens: int | None = None
+    tool_definitions_tokens: int | None = None
+    is_initial: bool | None = None
 
 
 class ShutdownCodeChanges(EventData):
@@ -399,6 +452,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionModelChangeData,
         SessionCompactionStartData,
         SessionCompactionCompleteData,
+        SessionTruncationData,
+        SessionUsageInfoData,
         SessionShutdownData,
         SessionAutopilotStoppedData,
         SessionUsageCheckpointData,

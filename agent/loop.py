@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.compaction import ContextKeeper
 from agent.events import (
     WARNING_OUTPUT_TRUNCATED,
     AbortData,
@@ -118,6 +119,11 @@ class LoopHost(Protocol):
     def tool_context(self, report_progress: Any) -> ToolContext: ...
 
     def system_prompt(self) -> str: ...
+
+    @property
+    def context(self) -> ContextKeeper:
+        """Measures each request and keeps it inside the model's window."""
+        ...
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
         """None if the call may run, else the failed result the model reads."""
@@ -344,7 +350,10 @@ class TurnLoop:
             self._partial_chunks = []
             index = host.model_calls - 1
             try:
-                return await self._stream(index)
+                await host.context.before_call()
+                reply = await self._stream(index)
+                host.context.after_call(reply)
+                return reply
             except ProviderError as exc:
                 self._note_cut(turn_id, attempt + 1)
                 if not exc.retryable or attempt >= policy.max_retries:

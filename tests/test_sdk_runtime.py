@@ -179,6 +179,7 @@ async def test_send_and_wait_returns_the_final_message_with_events_in_order(
     assert seen.types() == [
         "user.message",
         "assistant.turn_start",
+        "session.usage_info",  # how full the context window is, before each call
         "assistant.message_start",
         "assistant.message",
         "session.custom_notification",  # loopdeck's turn_stats (time to first token...)
@@ -186,6 +187,7 @@ async def test_send_and_wait_returns_the_final_message_with_events_in_order(
         "tool.execution_complete",
         "assistant.turn_end",
         "assistant.turn_start",
+        "session.usage_info",
         "assistant.message_start",
         "assistant.message",
         "session.custom_notification",
