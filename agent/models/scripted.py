@@ -34,6 +34,7 @@ from agent.models.base import (
 SCRIPTED_PREFIX = "scripted:"
 EXHAUSTED_TEXT = "(script exhausted)"
 _CHUNK = re.compile(r"\S+\s*|\s+")
+_PREAMBLE = re.compile(r"<checkpoint_summary>.*?</checkpoint_summary>\s*", re.S)
 
 
 class ScriptError(ValueError):
@@ -164,6 +165,8 @@ class ScriptedModel:
             # Deterministic, and it carries the task: tests can find it in later requests.
             asked = str(messages[-1].get("content", "")) if messages else ""
             conversation = asked.split("</conversation>")[0].removeprefix("<conversation>\n")
+            # An earlier summary's preamble is not the task; what follows it is.
+            conversation = _PREAMBLE.sub("", conversation)
             first = conversation.split("\n\n")[0][:300]
             text = (
                 f"<overview>{first}</overview>\n"
