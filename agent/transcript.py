@@ -79,6 +79,7 @@ from agent.events import (
     SessionStartData,
     SessionTaskCompleteData,
     SessionUsageCheckpointData,
+    SessionUsageInfoData,
     SessionWarningData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
@@ -120,6 +121,9 @@ class Transcript:
         self.input_tokens: int = 0
         self.output_tokens: int = 0
         self.cost: float = 0.0
+        # How full the model's context window was at the last call (session.usage_info).
+        self.context_tokens: int | None = None
+        self.context_window: int | None = None
         self._checkpointed = UsageTotals()  # the latest usage checkpoint's totals
         self.nudges_total: int = 0
         # per send
@@ -232,7 +236,12 @@ class Transcript:
             case SessionCompactionStartData() as d:
                 changes = self._compaction_start(d, ts)
             case SessionCompactionCompleteData() as d:
+                if d.success and d.post_compaction_tokens is not None:
+                    self.context_tokens = d.post_compaction_tokens
                 changes = self._compaction_complete(d, ts)
+            case SessionUsageInfoData() as d:
+                self.context_tokens, self.context_window = d.current_tokens, d.token_limit
+                changes = []
             case SessionAutopilotStoppedData() as d:
                 self.autopilot_stopped = True
                 notice = NoticeBlock(
