@@ -113,7 +113,7 @@ class ContextKeeper:
         self.host = host
         self.meter = meter
         self.settings = settings or CompactionSettings()
-        self._task: asyncio.Task[bool] | None = None
+        self._task: asyncio.Task[SessionCompactionCompleteData] | None = None
         self.last: Usage | None = None  # the last request measured
 
     @property
@@ -217,15 +217,16 @@ class ContextKeeper:
         )
         return True
 
-    async def compact_now(self, focus: str | None = None) -> bool:
+    async def compact_now(self, focus: str | None = None) -> SessionCompactionCompleteData | None:
         """``/compact`` and the SDK's ``session.history.compact``: compact now and wait.
-        Returns whether a summary now stands in for the older history."""
+        Returns the outcome (``success``: a summary now stands in for the older
+        history), or None when there was nothing to compact."""
         if self.compacting:
             assert self._task is not None
             return await asyncio.shield(self._task)
         upto = self.host.history.compactable_prefix()
         if upto == 0:
-            return False
+            return None
         self._focus = focus
         try:
             self.start("manual")
@@ -238,7 +239,7 @@ class ContextKeeper:
 
     async def _compact(
         self, upto: int, usage: Usage, trigger: CompactionTrigger, attempt: str
-    ) -> bool:
+    ) -> SessionCompactionCompleteData:
         history = self.host.history
         covered = history.messages[:upto]
         before = sum(self.meter.message_tokens(m) for m in covered)
@@ -252,42 +253,40 @@ class ContextKeeper:
             message = (
                 exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
             )
-            self._complete_failed(attempt, trigger, message, usage)
-            return False
+            return self._complete_failed(attempt, trigger, message, usage)
         after_summary = self.meter.count_text(SUMMARY_PREFIX + summary)
-        self.host.emit(
-            SessionCompactionCompleteData(
-                success=True,
-                messages_removed=upto,
-                summary_content=summary,
-                pre_compaction_tokens=usage.total,
-                post_compaction_tokens=max(0, usage.total - before + after_summary),
-                pre_compaction_messages_length=usage.message_count,
-                tokens_removed=before - after_summary,
-                token_limit=usage.window,
-                checkpoint_number=history.checkpoints,  # the fold counts this one
-                trigger=trigger,
-                compaction_attempt_id=attempt,
-                model=self.host.model.name,
-            )
+        done = SessionCompactionCompleteData(
+            success=True,
+            messages_removed=upto,
+            summary_content=summary,
+            pre_compaction_tokens=usage.total,
+            post_compaction_tokens=max(0, usage.total - before + after_summary),
+            pre_compaction_messages_length=usage.message_count,
+            tokens_removed=before - after_summary,
+            token_limit=usage.window,
+            checkpoint_number=history.checkpoints + 1,
+            trigger=trigger,
+            compaction_attempt_id=attempt,
+            model=self.host.model.name,
         )
+        self.host.emit(done)
         self.meter.forget(history.messages)
-        return True
+        return done
 
     def _complete_failed(
         self, attempt: str, trigger: CompactionTrigger, error: str, usage: Usage
-    ) -> None:
-        self.host.emit(
-            SessionCompactionCompleteData(
-                success=False,
-                error=error,
-                pre_compaction_tokens=usage.total,
-                token_limit=usage.window,
-                trigger=trigger,
-                compaction_attempt_id=attempt,
-                model=self.host.model.name,
-            )
+    ) -> SessionCompactionCompleteData:
+        done = SessionCompactionCompleteData(
+            success=False,
+            error=error,
+            pre_compaction_tokens=usage.total,
+            token_limit=usage.window,
+            trigger=trigger,
+            compaction_attempt_id=attempt,
+            model=self.host.model.name,
         )
+        self.host.emit(done)
+        return done
 
     # --- the last resort ----------------------------------------------------------
 

@@ -318,10 +318,13 @@ async def test_an_oversized_tool_result_is_cut_for_the_model_only(tmp_path: Path
 async def test_compact_now_summarises_on_request(tmp_path: Path) -> None:
     model = scripted([{"text": "first answer"}, {"text": "second answer"}])
     session, seen = await new_session(model, tmp_path)
+    assert await session.context.compact_now() is None  # nothing yet
     await session.send_and_wait("the task: write a lexer")
-    assert await session.context.compact_now(focus="the lexer")
+    outcome = await session.context.compact_now(focus="the lexer")
     done = seen.of("session.compaction_complete")[-1].data
+    assert outcome is done
     assert done.success and done.trigger == "manual" and done.messages_removed == 2
+    assert done.checkpoint_number == 1
     summary_call = model.seen_messages[model.call_indexes.index(COMPACTION_CALL)]
     assert "the lexer" in summary_call[-1]["content"]
     await session.send_and_wait("go on")
@@ -366,8 +369,9 @@ async def test_an_empty_summary_is_a_failed_compaction(tmp_path: Path) -> None:
     model = FakeBrokenSummaryModel(ScriptedModel(script, "empty"))
     session, seen = await new_session(model, tmp_path)
     await session.send_and_wait("q")
-    assert not await session.context.compact_now()
+    outcome = await session.context.compact_now()
     done = seen.of("session.compaction_complete")[-1].data
+    assert outcome is done
     assert not done.success and "empty summary" in (done.error or "")
     await session.close()
 
