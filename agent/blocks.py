@@ -81,17 +81,26 @@ def last_line(chunk: str) -> str | None:
 class _TextStream:
     """Text built from streamed deltas, each message's final content replacing them.
 
-    ``committed`` holds finished messages; ``live`` the deltas of the one streaming.
+    ``committed`` holds finished messages; the deltas of the one streaming are kept
+    as a list and joined when read (once per read, not per delta: appending to a
+    string copies all of it, which made a long reply quadratic to fold).
     """
 
     committed: str = ""
     live_id: str | None = None
-    live: str = ""
+    _chunks: list[str] = field(default_factory=list)
+    _joined: str | None = None  # committed + live, until the next delta
     finals: set[str] = field(default_factory=set)
 
     @property
+    def live(self) -> str:
+        return "".join(self._chunks)
+
+    @property
     def text(self) -> str:
-        return _join(self.committed, self.live)
+        if self._joined is None:
+            self._joined = _join(self.committed, self.live)
+        return self._joined
 
     def delta(self, stream_id: str, chunk: str) -> bool:
         """Append a delta; ``False`` (ignored) if that message already finished."""
@@ -100,8 +109,9 @@ class _TextStream:
         if stream_id != self.live_id:
             # Another message starts: an unfinished earlier one is kept as it was.
             self.committed = self.text
-            self.live_id, self.live = stream_id, ""
-        self.live += chunk
+            self.live_id, self._chunks = stream_id, []
+        self._chunks.append(chunk)
+        self._joined = None
         return True
 
     def final(self, stream_id: str, content: str) -> bool:
@@ -112,16 +122,18 @@ class _TextStream:
         """
         if stream_id in self.finals:
             return False
-        self.live_id, self.live = None, ""
+        self.live_id, self._chunks = None, []
         self.finals.add(stream_id)
         self.committed = _join(self.committed, content)
+        self._joined = None
         return True
 
     def discard_live(self) -> bool:
         """Drop the deltas of a message that will not finish (a retried call)."""
         if self.live_id is None:
             return False
-        self.live_id, self.live = None, ""
+        self.live_id, self._chunks = None, []
+        self._joined = None
         return True
 
 
@@ -174,8 +186,6 @@ class TurnBlock:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     status: TurnStatus = "running"
-    text: str = ""
-    reasoning: str = ""
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost: float | None = None
@@ -212,6 +222,15 @@ class TurnBlock:
         if alias and model and alias != model:
             return f"{model} ({alias})"
         return model or alias or ""
+
+    @property
+    def text(self) -> str:
+        """The reply so far: finished messages, then the one streaming."""
+        return self._text.text
+
+    @property
+    def reasoning(self) -> str:
+        return self._reasoning.text
 
     @property
     def ttft_seconds(self) -> float | None:

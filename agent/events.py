@@ -9,10 +9,12 @@ so nothing read from a file is ever dropped.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
+import time
 import uuid
-from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -120,14 +122,29 @@ class SessionModelChangeData(EventData):
     previous_model: str | None = None
 
 
+CompactionTrigger = Literal[
+    "threshold", "context_limit_retry", "manual", "memory_pressure", "model_switch"
+]
+
+
 class SessionCompactionStartData(EventData):
+    """A summary of the older history is being made (see agent/compaction.py)."""
+
     TYPE = "session.compaction_start"
     current_tokens: int | None = None
     token_limit: int | None = None
-    trigger: str | None = None  # "manual" or "auto" in Copilot's logs
+    system_tokens: int | None = None
+    conversation_tokens: int | None = None
+    tool_definitions_tokens: int | None = None
+    # A CompactionTrigger when loopdeck writes it; Copilot's logs also say "auto".
+    trigger: str | None = None
+    compaction_attempt_id: str | None = None
 
 
 class SessionCompactionCompleteData(EventData):
+    """The summary is made (or not): on success it stands in for the first
+    ``messages_removed`` messages of the model's history from here on."""
+
     TYPE = "session.compaction_complete"
     success: bool
     error: str | None = None
@@ -135,20 +152,28 @@ class SessionCompactionCompleteData(EventData):
     summary_content: str | None = None
     pre_compaction_tokens: int | None = None
     post_compaction_tokens: int | None = None
+    pre_compaction_messages_length: int | None = None
+    tokens_removed: int | None = None
+    token_limit: int | None = None
+    checkpoint_number: int | None = None
+    trigger: str | None = None  # as on session.compaction_start
+    compaction_attempt_id: str | None = None
+    model: str | None = None
 
 
 class SessionTruncationData(EventData):
-    """Messages dropped from the model's context to fit its token limit."""
+    """Messages dropped from the start of the model's history (the oldest turns,
+    when a summary could not be made), or oversized content cut."""
 
     TYPE = "session.truncation"
-    token_limit: int
-    pre_truncation_tokens_in_messages: int
-    pre_truncation_messages_length: int
-    post_truncation_tokens_in_messages: int
-    post_truncation_messages_length: int
-    tokens_removed_during_truncation: int
     messages_removed_during_truncation: int
     performed_by: str
+    post_truncation_messages_length: int
+    post_truncation_tokens_in_messages: int
+    pre_truncation_messages_length: int
+    pre_truncation_tokens_in_messages: int
+    token_limit: int
+    tokens_removed_during_truncation: int
 
 
 class SystemMessageData(EventData):
@@ -158,6 +183,20 @@ class SystemMessageData(EventData):
     content: str
     role: Literal["system", "developer"] = "system"
     name: str | None = None
+
+
+class SessionUsageInfoData(EventData):
+    """How full the model's context window is, sent before each model call."""
+
+    TYPE = "session.usage_info"
+    EPHEMERAL = True
+    current_tokens: int
+    messages_length: int
+    token_limit: int
+    system_tokens: int | None = None
+    conversation_tokens: int | None = None
+    tool_definitions_tokens: int | None = None
+    is_initial: bool | None = None
 
 
 class ShutdownCodeChanges(EventData):
@@ -511,6 +550,7 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionCompactionCompleteData,
         SessionTruncationData,
         SystemMessageData,
+        SessionUsageInfoData,
         SessionShutdownData,
         SessionAutopilotStoppedData,
         SessionUsageCheckpointData,
@@ -547,8 +587,52 @@ DATA_TYPES: dict[str, type[EventData]] = {
 
 
 def now_iso() -> str:
-    """ISO 8601 UTC with millisecond precision and a ``Z``, as Copilot writes it."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """ISO 8601 UTC with millisecond precision and a ``Z``, as Copilot writes it.
+
+    Every event is stamped, up to ~100,000 a second while a reply streams: the
+    date and time down to the second is formatted once per second, not per event.
+    """
+    global _stamp_second, _stamp_prefix
+    now = time.time()
+    second = int(now)
+    if second != _stamp_second:
+        _stamp_prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _stamp_second = second
+    return f"{_stamp_prefix}.{int((now - second) * 1000):03d}Z"
+
+
+_stamp_second = -1
+_stamp_prefix = ""
+
+
+def new_event_id() -> str:
+    """A fresh event id: a random (version 4) UUID's text.
+
+    Drawn from a per-process random base and a counter, not ``uuid.uuid4()`` per
+    event (a urandom call and a UUID object each time): ids stay unique — 74 random
+    bits per process, then the counter — and parse as UUIDs, as the official schema
+    requires of ``id`` and ``parentId``.
+    """
+    return f"{_ID_BASE}{next(_id_counter):012x}"
+
+
+def _id_base() -> str:
+    # 8-4-4-4 hex digits of a random UUID v4 (version and variant bits kept); the
+    # last 12 digits come from the counter.
+    return str(uuid.uuid4())[:24]
+
+
+def _reseed() -> None:
+    global _ID_BASE, _id_counter
+    _ID_BASE = _id_base()
+    _id_counter = itertools.count(int.from_bytes(os.urandom(4), "big"))
+
+
+_ID_BASE = ""
+_id_counter = itertools.count()
+_reseed()
+# A forked child must not hand out its parent's next ids.
+os.register_at_fork(after_in_child=_reseed)
 
 
 class Event(BaseModel):
@@ -565,10 +649,11 @@ class Event(BaseModel):
 
     @classmethod
     def new(cls, data: EventData, parent_id: str | None) -> Event:
-        return cls(
+        # Every field is known good here: skip validation (a hot path while streaming).
+        return cls.model_construct(
             type=data.TYPE,
             data=data,
-            id=str(uuid.uuid4()),
+            id=new_event_id(),
             timestamp=now_iso(),
             parent_id=parent_id,
             ephemeral=data.EPHEMERAL,

@@ -12,8 +12,16 @@ from typing import Any
 from agent.events import (
     AssistantMessageData,
     Event,
+    SessionCompactionCompleteData,
+    SessionTruncationData,
     ToolExecutionCompleteData,
     UserMessageData,
+)
+
+# Opens the message that stands in for compacted history (see agent/compaction.py).
+SUMMARY_PREFIX = (
+    "<checkpoint_summary>The conversation so far was compacted. This summary replaces "
+    "it; continue the work from here.</checkpoint_summary>\n\n"
 )
 
 
@@ -34,10 +42,25 @@ def arguments_json(arguments: Any) -> str:
 
 
 class History:
+    """The model's messages, folded from events.
+
+    A successful ``session.compaction_complete`` swaps the messages it covers for
+    its summary; a ``session.truncation`` by loopdeck drops the oldest messages after
+    the summary. Both are replayed the same way on resume.
+    """
+
+    DROP_OLDEST = "loopdeck:drop_oldest"  # session.truncation's performedBy, folded here
+
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
         # Tool calls requested but not yet answered, in request order.
         self.open_calls: dict[str, str] = {}
+        self.checkpoints = 0  # compactions applied
+        # A tool result longer than this is cut for the model (None: never), so one
+        # huge output cannot fill the window; set from the model's window.
+        self.max_tool_chars: int | None = None
+        self._cuts: dict[int, tuple[dict[str, Any], dict[str, Any], int]] = {}
+        self.newly_cut: list[tuple[int, int]] = []  # (length, cap) of results cut since read
 
     def apply(self, event: Event) -> None:
         match event.data:
@@ -69,8 +92,81 @@ class History:
                 else:
                     text = res.content if res is not None else "Error: the tool failed."
                 self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            case SessionCompactionCompleteData(success=True, summary_content=str(summary)):
+                removed = min(event.data.messages_removed or 0, len(self.messages))
+                removed = self.clean_cut(0, removed)
+                self.messages[:removed] = [{"role": "user", "content": SUMMARY_PREFIX + summary}]
+                self.checkpoints += 1
+                self._prune_cuts()
+            case SessionTruncationData(performed_by=self.DROP_OLDEST) as d:
+                start = self.summary_count()
+                count = self.clean_cut(start, d.messages_removed_during_truncation)
+                del self.messages[start : start + count]
+                self._prune_cuts()
             case _:
                 pass
 
+    def for_model(self) -> list[dict[str, Any]]:
+        """The messages as sent: tool results over :attr:`max_tool_chars` cut, with a
+        note (the log keeps them whole). Unchanged messages are the same objects, so
+        per-message token counts stay cached."""
+        cap = self.max_tool_chars
+        if cap is None:
+            return self.messages
+        out = []
+        for message in self.messages:
+            content = message.get("content")
+            if message.get("role") == "tool" and isinstance(content, str) and len(content) > cap:
+                message = self._cut_copy(message, content, cap)
+            out.append(message)
+        return out
+
+    def _prune_cuts(self) -> None:
+        alive = {id(m) for m in self.messages}
+        self._cuts = {k: v for k, v in self._cuts.items() if k in alive}
+
+    def _cut_copy(self, message: dict[str, Any], content: str, cap: int) -> dict[str, Any]:
+        cached = self._cuts.get(id(message))
+        if cached is not None and cached[0] is message and cached[2] == cap:
+            return cached[1]
+        cut = dict(message)
+        cut["content"] = (
+            content[:cap]
+            + f"\n[output cut: {len(content) - cap:,} more characters left out to fit the "
+            "context window; narrow the command, or read a part of the file]"
+        )
+        self._cuts[id(message)] = (message, cut, cap)
+        self.newly_cut.append((len(content), cap))
+        return cut
+
+    def summary_count(self) -> int:
+        """1 when the history opens with a compaction summary, else 0."""
+        first = self.messages[0] if self.messages else None
+        content = first.get("content") if first else None
+        return int(isinstance(content, str) and content.startswith(SUMMARY_PREFIX))
+
+    def compactable_prefix(self) -> int:
+        """How many leading messages a summary may replace now: all of them, up to
+        the assistant message whose tool calls are still open (their results must
+        keep following it)."""
+        if not self.open_calls:
+            return len(self.messages)
+        for i, message in enumerate(self.messages):
+            calls = message.get("tool_calls") or []
+            if any(call.get("id") in self.open_calls for call in calls):
+                return i
+        return len(self.messages)
+
+    def clean_cut(self, start: int, count: int) -> int:
+        """``count`` widened so that what is left after ``start`` does not open with
+        tool results whose call was removed."""
+        count = max(0, min(count, len(self.messages) - start))
+        while (
+            start + count < len(self.messages)
+            and self.messages[start + count].get("role") == "tool"
+        ):
+            count += 1
+        return count
+
     def with_system(self, system_prompt: str) -> list[dict[str, Any]]:
-        return [{"role": "system", "content": system_prompt}, *self.messages]
+        return [{"role": "system", "content": system_prompt}, *self.for_model()]

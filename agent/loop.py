@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.compaction import ContextKeeper
 from agent.events import (
     WARNING_OUTPUT_TRUNCATED,
     AbortData,
@@ -119,6 +120,11 @@ class LoopHost(Protocol):
 
     def system_prompt(self) -> str: ...
 
+    @property
+    def context(self) -> ContextKeeper:
+        """Measures each request and keeps it inside the model's window."""
+        ...
+
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
         """None if the call may run, else the failed result the model reads."""
         ...
@@ -151,6 +157,9 @@ class TurnLoop:
         self.host = host
         self.outcome = LoopOutcome()
         self._stop_blocks = 0
+        # Chunks of the reply streaming now, joined on demand: ``+=`` on an attribute
+        # copies the whole reply each time (quadratic: seconds for 100,000 chunks).
+        self._partial_chunks: list[str] = []
 
     async def run(self, prompt: str, message_id: str | None = None) -> LoopOutcome:
         host = self.host
@@ -338,10 +347,13 @@ class TurnLoop:
         attempt = 0
         while True:
             self._message_id = _new_id()
-            self._partial_text = ""
+            self._partial_chunks = []
             index = host.model_calls - 1
             try:
-                return await self._stream(index)
+                await host.context.before_call()
+                reply = await self._stream(index)
+                host.context.after_call(reply)
+                return reply
             except ProviderError as exc:
                 self._note_cut(turn_id, attempt + 1)
                 if not exc.retryable or attempt >= policy.max_retries:
@@ -382,7 +394,7 @@ class TurnLoop:
                 since_yield = time.perf_counter()
             match item:
                 case TextDelta(text=text):
-                    self._partial_text += text
+                    self._partial_chunks.append(text)
                     delta = host.emit(
                         AssistantMessageDeltaData(message_id=self._message_id, delta_content=text)
                     )
@@ -494,9 +506,12 @@ class TurnLoop:
 
     # Per-attempt streaming state, kept so an abort can record a partial reply.
     _message_id: str = ""
-    _partial_text: str = ""
     _message_sent: bool = False
     _clock: StreamClock = StreamClock("")
+
+    @property
+    def _partial_text(self) -> str:
+        return "".join(self._partial_chunks)
 
 
 def _tool_request(call: ToolCall) -> ToolRequest:

@@ -65,7 +65,9 @@ class EventIndex:
         return added
 
     def _add(self, offset: int, raw: bytes) -> None:
-        type_match = _TYPE.search(raw)
+        # Only the head and the tail of a line are looked at: writers put ``type``
+        # first and ``timestamp`` after ``data``, which is most of a long line.
+        type_match = _TYPE.search(raw, 0, _HEAD) or _TYPE.search(raw)
         if type_match:
             name = type_match.group(1)
             # One shared str per type name, not a new one decoded for every line.
@@ -76,8 +78,7 @@ class EventIndex:
             self.turn_starts.append(len(self.offsets))
         self.offsets.append(offset)
         self.types.append(etype)
-        stamp = _TIMESTAMP.search(raw)
-        self.times.append(_epoch(stamp.group(1).decode("ascii", "replace")) if stamp else None)
+        self.times.append(_stamp(raw))
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -137,6 +138,29 @@ class EventIndex:
             if t is not None:
                 return max(0.0, t - first)
         return 0.0
+
+
+_HEAD = 256  # bytes from a line's start that hold its type
+_TAIL = 256  # bytes from its end that hold its timestamp (and parentId, ephemeral)
+
+
+def _stamp(raw: bytes) -> float | None:
+    """The envelope's timestamp, in seconds since the epoch.
+
+    Read from the line's tail when the last ``"timestamp"`` there is the envelope's:
+    only scalar fields (no braces or brackets) and the envelope's closing brace follow
+    it. Otherwise (another key order, say) the first one in the line, as before.
+    """
+    start = max(0, len(raw) - _TAIL)
+    at = raw.rfind(b'"timestamp"', start)
+    if at >= 0:
+        found = _TIMESTAMP.match(raw, at)
+        if found:
+            rest = raw[found.end() :]
+            if rest.count(b"}") == 1 and b"{" not in rest and b"[" not in rest:
+                return _epoch(found.group(1).decode("ascii", "replace"))
+    stamp = _TIMESTAMP.search(raw)
+    return _epoch(stamp.group(1).decode("ascii", "replace")) if stamp else None
 
 
 _TYPE_NAMES: dict[bytes, str] = {}  # one str per event type, shared by every index

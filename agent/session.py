@@ -28,6 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from agent import __version__
+from agent.compaction import CompactionSettings, ContextKeeper
+from agent.context_window import (
+    ContextLimits,
+    Counter,
+    TokenMeter,
+    estimate_tokens,
+    limits_for,
+    litellm_counter,
+)
 from agent.events import (
     AbortData,
     AssistantTurnEndData,
@@ -155,6 +164,9 @@ class Session:
         # Tool output passes through here before it becomes an event: nothing that
         # reads events (log, screen, -p, exports, the model) sees these values.
         self.secrets = SecretMasker.from_env(os.environ, self.env_filter)
+        # The model's context window: measured before each call, compacted when full.
+        self._window_override: int | None = None
+        self.context = ContextKeeper(self, TokenMeter(self._context_limits, self._token_counter))
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
@@ -510,6 +522,36 @@ class Session:
 
     def tools(self) -> ToolRegistry:
         return self.tools_for(self._mode)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self.tools().schemas()
+
+    # --- the context window ------------------------------------------------------
+
+    def configure_context(
+        self, *, window: int | None = None, settings: CompactionSettings | None = None
+    ) -> None:
+        """Override the model's context window (config, flag, SDK) and the compaction
+        thresholds (the SDK's ``infinite_sessions``)."""
+        if window is not None:
+            self._window_override = window
+            self.context.meter = TokenMeter(self._context_limits, self._token_counter)
+        if settings is not None:
+            self.context.settings = settings
+
+    def _context_limits(self) -> ContextLimits:
+        if self._window_override is not None:
+            return ContextLimits(self._window_override, None, "config")
+        scripted = getattr(self.model, "context_window", None)
+        if isinstance(scripted, int) and scripted > 0:
+            return ContextLimits(scripted, None, "script")
+        return limits_for(self.model.name)
+
+    def _token_counter(self) -> Counter:
+        # A scripted model has no tokenizer, and must not pull in litellm (seconds).
+        if self.model.name.startswith("scripted:"):
+            return estimate_tokens
+        return litellm_counter(self.model.name)
 
     def tools_for(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)

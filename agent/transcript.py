@@ -87,6 +87,7 @@ from agent.events import (
     SessionTodosChangedData,
     SessionTruncationData,
     SessionUsageCheckpointData,
+    SessionUsageInfoData,
     SessionWarningData,
     SystemMessageData,
     ToolExecutionCompleteData,
@@ -144,6 +145,9 @@ class Transcript:
         self.input_tokens: int = 0
         self.output_tokens: int = 0
         self.cost: float = 0.0
+        # How full the model's context window was at the last call (session.usage_info).
+        self.context_tokens: int | None = None
+        self.context_window: int | None = None
         self._checkpointed = UsageTotals()  # the latest usage checkpoint's totals
         self.nudges_total: int = 0
         # per send
@@ -272,6 +276,9 @@ class Transcript:
                 changes = [self._add(notice)]
             case SessionWarningData() as d:
                 changes = self._warning(d, ts)
+            case SessionCompactionCompleteData(success=True, post_compaction_tokens=int(after)):
+                self.context_tokens = after  # the window is that much emptier now
+                changes = self._info(event.type, event.data.wire(), ts)
             case (
                 SessionCompactionStartData()
                 | SessionCompactionCompleteData()
@@ -279,6 +286,9 @@ class Transcript:
                 | SystemMessageData()
             ):
                 changes = self._info(event.type, event.data.wire(), ts)
+            case SessionUsageInfoData() as d:
+                self.context_tokens, self.context_window = d.current_tokens, d.token_limit
+                changes = []
             case SessionAutopilotStoppedData() as d:
                 self.autopilot_stopped = True
                 notice = NoticeBlock(
@@ -569,17 +579,14 @@ class Transcript:
         turn.retries += 1
         turn.retry_reason = reason
         turn.speed.attempt(None)
-        if turn._text.discard_live():
-            turn.text = turn._text.text
-        if turn._reasoning.discard_live():
-            turn.reasoning = turn._reasoning.text
+        turn._text.discard_live()
+        turn._reasoning.discard_live()
         return [Change("updated", turn)]
 
     def _cut(self, turn: TurnBlock, attempt: int, text: str) -> None:
         turn.cut_text, turn.cut_attempt = text, attempt
         turn.speed.attempt(None)  # a speed is shown for a reply that arrived, not a cut one
-        if turn._text.discard_live():
-            turn.text = turn._text.text
+        turn._text.discard_live()
 
     def _set_turn_usage(
         self,
@@ -666,7 +673,6 @@ class Transcript:
         turn, changes = self._turn_for(None, ts, self._turns_by_message, d.message_id)
         self._turns_by_message[d.message_id] = turn
         if turn._text.delta(d.message_id, d.delta_content):
-            turn.text = turn._text.text
             turn.cut_text = ""  # the next attempt's reply takes the cut one's place
             turn.speed.token(ts, turn.started_at)
             changes.append(Change("updated", turn))
@@ -676,12 +682,11 @@ class Transcript:
         turn, changes = self._turn_for(d.turn_id, ts, self._turns_by_message, d.message_id)
         self._turns_by_message[d.message_id] = turn
         if turn._text.final(d.message_id, d.content):
-            turn.text = turn._text.text
             turn.cut_text = ""
         # Reasoning may come with the message rather than as its own event.
         reasoning = d.reasoning_text if not turn._reasoning.finals else None
-        if reasoning and turn._reasoning.final(f"{d.message_id}/reasoning", reasoning):
-            turn.reasoning = turn._reasoning.text
+        if reasoning:
+            turn._reasoning.final(f"{d.message_id}/reasoning", reasoning)
         if d.model:
             self._answered_by(turn, d.model)
         if d.output_tokens is not None and turn._usage_from == "message":
@@ -702,7 +707,6 @@ class Transcript:
         turn, changes = self._turn_for(None, ts, self._turns_by_reasoning, d.reasoning_id)
         self._turns_by_reasoning[d.reasoning_id] = turn
         if turn._reasoning.delta(d.reasoning_id, d.delta_content):
-            turn.reasoning = turn._reasoning.text
             turn.speed.token(ts, turn.started_at)
             changes.append(Change("updated", turn))
         return changes
@@ -717,7 +721,6 @@ class Transcript:
             stream.finals.add(d.reasoning_id)
             return changes
         if stream.final(d.reasoning_id, d.content):
-            turn.reasoning = stream.text
             changes.append(Change("updated", turn))
         return changes
 

@@ -165,6 +165,13 @@ def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
         help="give up when the model server sends nothing for this long, before or "
         "during a reply (default 60)",
     )
+    group.add_argument(
+        "--context-window",
+        type=_tokens,
+        metavar="TOKENS",
+        help="the model's context window, for a model litellm does not know (config "
+        "context_window; default: litellm's model map, else 128000)",
+    )
 
 
 def _api_base(text: str) -> str:
@@ -174,6 +181,16 @@ def _api_base(text: str) -> str:
         return check_api_base(text)
     except ApiBaseError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _tokens(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
+    if value < 1_000:
+        raise argparse.ArgumentTypeError(f"{value} tokens is too small a context window")
+    return value
 
 
 def _seconds(text: str) -> float:

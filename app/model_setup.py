@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from agent.compaction import CompactionSettings, settings_from
 from agent.events import Mode
 from agent.loop import DEFAULT_MAX_CONTINUES
 from agent.models.base import ModelClient, RetryPolicy
@@ -144,6 +145,7 @@ async def open_session(
         model = make_model(spec, args.api_base or config_api_base, settings)
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
+    context_window, compaction = context_settings(args)
     if resume_id is not None:
         with _open_errors_as_setup_error():
             session = await Session.resume(
@@ -157,12 +159,13 @@ async def open_session(
                 env_filter=env_filter,
                 extra_dirs=extra_dirs,
             )
+        session.configure_context(window=context_window, settings=compaction)
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode(start_mode(args))
         return session
     mode = start_mode(args)
     with _open_errors_as_setup_error():
-        return await Session.create(
+        created = await Session.create(
             model=model,
             cwd=cwd,
             mode=mode,
@@ -173,6 +176,18 @@ async def open_session(
             sandbox=sandbox,
             env_filter=env_filter,
         )
+    created.configure_context(window=context_window, settings=compaction)
+    return created
+
+
+def context_settings(args: argparse.Namespace) -> tuple[int | None, CompactionSettings | None]:
+    """The context window (flag over config.toml) and the compaction settings."""
+    try:
+        config = read_config(user_config_dir(os.environ))
+        compaction = settings_from(config.infinite_sessions) if config.infinite_sessions else None
+    except (ConfigError, ValueError) as exc:
+        raise SetupError(str(exc)) from exc
+    return getattr(args, "context_window", None) or config.context_window, compaction
 
 
 @contextlib.contextmanager

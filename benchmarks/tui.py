@@ -143,6 +143,49 @@ def lag_stats(lags_s: list[float]) -> dict[str, float | int | None]:
     }
 
 
+class GcPauses:
+    """Times every full (generation 2) collection while in the ``with`` block."""
+
+    def __init__(self) -> None:
+        self.pauses_ms: list[float] = []
+        self._started: float | None = None
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.pauses_ms.append((time.perf_counter() - self._started) * 1000)
+            self._started = None
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def summary(self) -> dict[str, float | int | None]:
+        ms = self.pauses_ms
+        return {
+            "count": len(ms),
+            "median_ms": statistics.median(ms) if ms else None,
+            "first_ms": ms[0] if ms else None,
+            "last_ms": ms[-1] if ms else None,
+            "max_ms": max(ms) if ms else None,
+            "total_ms": sum(ms),
+        }
+
+
+def _cpu_per_turn(samples: list[dict[str, Any]], first: int, last: int) -> float | None:
+    """CPU milliseconds per turn between two samples (None without two of them)."""
+    if not (0 <= first < last < len(samples)):
+        return None
+    a, b = samples[first], samples[last]
+    return (b["cpu_s"] - a["cpu_s"]) * 1000 / (b["turn"] - a["turn"])
+
+
 def rss_kib() -> int | None:
     """Current resident set size (VmRSS) in KiB; None where /proc is missing."""
     try:
@@ -654,6 +697,7 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
                     {
                         "turn": k,
                         "t": time.perf_counter(),
+                        "cpu_s": time.process_time(),
                         "widgets": len(app.query("*")),
                         "mounted_blocks": timeline.mounted_blocks,
                         "virtual_height": timeline.virtual_size.height,
@@ -672,9 +716,10 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         objects_start = len(gc.get_objects())
         rss_start = rss_kib()
         app.frame_costs.clear()
+        full_collections = GcPauses()
         probe = LagProbe()
         probe.start()
-        with _maybe_profile(p.get("profile")):
+        with _maybe_profile(p.get("profile")), full_collections:
             start = time.perf_counter()
             _submit(app, PROMPT)
             await asyncio.wait_for(idle.wait(), p["timeout"])
@@ -732,6 +777,11 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         ),
         "gc_objects_start": objects_start,
         "gc_objects_end": objects_end,
+        "gc_full": full_collections.summary(),
+        "cpu_ms_per_turn_first_tenth": _cpu_per_turn(samples, 0, max(1, len(samples) // 10)),
+        "cpu_ms_per_turn_last_tenth": _cpu_per_turn(
+            samples, len(samples) - 1 - max(1, len(samples) // 10), len(samples) - 1
+        ),
         "widgets_alive_end": widgets_alive,
         "samples": [{k: v for k, v in s.items() if k != "t"} for s in samples],
     }
@@ -1262,7 +1312,13 @@ def bench_long(args: argparse.Namespace) -> dict[str, Any]:
             f"{result['wall_s']:6.1f} s  lag p50/p95/max {result['lag']['p50_ms']:.1f}/"
             f"{result['lag']['p95_ms']:.1f}/{result['lag']['max_ms']:.0f} ms  "
             f"widgets {result['widgets_end']} (max {result['widgets_max']})  "
-            f"mounted_blocks {result['mounted_blocks_end']}"
+            f"mounted_blocks {result['mounted_blocks_end']}  "
+            f"full gc {result['gc_full']['count']} x median "
+            f"{result['gc_full']['median_ms'] or 0:.0f} ms "
+            f"(last {result['gc_full']['last_ms'] or 0:.0f})  cpu/turn "
+            f"{result['cpu_ms_per_turn_first_tenth'] or 0:.2f} -> "
+            f"{result['cpu_ms_per_turn_last_tenth'] or 0:.2f} ms  "
+            f"lag p99 {result['lag']['p99_ms'] or 0:.0f} ms"
         )
     pooled = [x for r in runs for x in r.pop("_lags", [])]
     summary = _summarize_runs(runs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,33 @@ def test_read_slots_keep_positions_aligned_across_a_corrupt_line(tmp_path: Path)
     assert [e.data.content for e in index.read(0, 3)] == ["one", "three"]  # type: ignore[attr-defined]
     (third,) = index.read_slots(2, 3)  # reading from a later position lands on its line
     assert third is not None and third.data.content == "three"  # type: ignore[attr-defined]
+
+
+def test_index_reads_the_envelopes_own_type_and_timestamp(tmp_path: Path) -> None:
+    # Data can hold keys named "type" and "timestamp" (attachments, tool results,
+    # hook payloads); the index must take the envelope's, whatever the key order.
+    inner = {"type": "file", "timestamp": "2001-01-01T00:00:00.000Z", "note": "x" * 600}
+    after_data = line("user.message", "2026-01-01T00:00:01.000Z", content="hi", attachments=[inner])
+    before_data = json.dumps(
+        {
+            "timestamp": "2026-01-01T00:00:02.000Z",
+            "type": "tool.execution_complete",
+            "id": "i",
+            "data": {"result": inner},
+        }
+    )
+    ephemeral = json.dumps(
+        {
+            "type": "assistant.message_delta",
+            "data": {"deltaContent": json.dumps(inner)},
+            "id": "e",
+            "timestamp": "2026-01-01T00:00:03.000Z",
+            "parentId": "p",
+            "ephemeral": True,
+        }
+    )
+    index = EventIndex.build(
+        write_log(tmp_path / "events.jsonl", [after_data, before_data, ephemeral])
+    )
+    assert index.types == ["user.message", "tool.execution_complete", "assistant.message_delta"]
+    assert index.times == [datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC).timestamp() for s in (1, 2, 3)]

@@ -40,6 +40,7 @@ from copilot.generated.rpc import (  # noqa: E402
     PermissionDecisionApproveOnce,
     PermissionDecisionReject,
     PermissionDecisionRequest,
+    SessionHistoryCompactRequest,
 )
 from copilot.generated.session_events import (  # noqa: E402
     AssistantMessageData,
@@ -179,6 +180,7 @@ async def test_send_and_wait_returns_the_final_message_with_events_in_order(
     assert seen.types() == [
         "user.message",
         "assistant.turn_start",
+        "session.usage_info",  # how full the context window is, before each call
         "assistant.message_start",
         "assistant.message",
         "session.custom_notification",  # loopdeck's turn_stats (time to first token...)
@@ -186,6 +188,7 @@ async def test_send_and_wait_returns_the_final_message_with_events_in_order(
         "tool.execution_complete",
         "assistant.turn_end",
         "assistant.turn_start",
+        "session.usage_info",
         "assistant.message_start",
         "assistant.message",
         "session.custom_notification",
@@ -842,3 +845,37 @@ async def test_a_rule_naming_an_unknown_tool_refuses_the_session(tmp_path: Path)
     created = await server.handle(conn, "session.create", {"model": model, "tools": [weather]})
     assert created["sessionId"] in server.sessions
     await server.close_all()
+
+
+# --- the context window ----------------------------------------------------------
+
+
+async def test_history_compact_and_infinite_sessions_settings(shared: Runtime) -> None:
+    session = await new_session(
+        shared,
+        [{"text": "one"}, {"text": "two"}],
+        infinite_sessions={"enabled": True, "background_compaction_threshold": 0.6},
+    )
+    seen = Recorder()
+    session.on(seen)
+    await within(session.send_and_wait("THE TASK: a lexer", timeout=T))
+    result = await within(
+        session.rpc.history.compact(SessionHistoryCompactRequest(custom_instructions="tokens"))
+    )
+    assert result.success and result.messages_removed == 2
+    assert result.summary_content is not None and "THE TASK: a lexer" in result.summary_content
+    assert result.context_window is not None and result.context_window.token_limit > 0
+    reply = await within(session.send_and_wait("go on", timeout=T))
+    assert final_text(reply) == "two"
+    types = seen.types()
+    assert types.index("session.compaction_start") < types.index("session.compaction_complete")
+    # Thresholds the runtime cannot use are refused, not ignored.
+    with pytest.raises(JsonRpcError, match="threshold"):
+        await new_session(
+            shared,
+            [{"text": "x"}],
+            infinite_sessions={
+                "background_compaction_threshold": 0.9,
+                "buffer_exhaustion_threshold": 0.5,
+            },
+        )

@@ -85,3 +85,29 @@ def test_what_goes_first_at_narrow_widths() -> None:
     # Then the cost, and at last the mode.
     assert status_at(50) == "○ idle │ autopilot 0/5 │ 123.5k in · 7.9k out"
     assert status_at(40) == "○ idle │ 123.5k in · 7.9k out"
+
+
+def test_context_use_shows_once_measured_and_gives_way_before_the_model() -> None:
+    from agent.events import SessionUsageInfoData
+
+    s = Stream()
+    s.start()
+    s.user("hi")
+    s.emit(SessionUsageInfoData(current_tokens=6_200, messages_length=3, token_limit=10_000))
+    s.turn("t1", "hello", usage=(6_200, 100, None))
+    transcript = Transcript()
+    for event in s.events:
+        transcript.apply(event)
+    bar = StatusBar()
+    bar.transcript, bar.model, bar.mode = transcript, "gpt-4o", "interactive"
+    bar.session_id = "5eedcafe-0000-0000"
+    assert fit(bar.segments(), 200).plain == (
+        "○ idle │ gpt-4o │ interactive │ 5eedcafe │ turns 1 │ 6.2k in · 100 out │ ctx 62%"
+    )
+    # It gives way after the turn count, before the model.
+    assert fit(bar.segments(), 60).plain == (
+        "○ idle │ gpt-4o │ interactive │ 6.2k in · 100 out │ ctx 62%"
+    )
+    assert fit(bar.segments(), 55).plain == "○ idle │ gpt-4o │ interactive │ 6.2k in · 100 out"
+    # Nothing measured yet: no segment.
+    assert "ctx" not in status_at(300)

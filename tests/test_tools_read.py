@@ -336,8 +336,11 @@ async def test_grep_sorts_numerically_by_line(ctx: ToolContext, ws: Path) -> Non
 
 FAKE_RG = """\
 import json, sys
-with open(sys.argv[0] + ".argv", "w") as f:
-    json.dump(sys.argv[1:], f)
+with open(sys.argv[0] + ".argv", "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+if "--count" in sys.argv:
+    sys.stdout.buffer.write(b"./b.py\\x007\\n./a.py\\x001\\nc.py\\x001\\n")
+    sys.exit(0)
 def ev(path, line, text):
     return json.dumps({"type": "match", "data": {"path": {"text": path},
         "lines": {"text": text}, "line_number": line, "submatches": []}})
@@ -368,20 +371,23 @@ async def test_grep_ripgrep_path_with_injected_executable(
     tool = GrepTool(rg_path=str(script))
     assert tool.ripgrep() == str(script)
     result = await tool.run(tool.Args(pattern="-x", glob="*.py", ignore_case=True), ctx)
-    assert result.content == "a.py:3:a three\nb.py:7:b seven\nc.py:1:\ufffdhi"
-    argv = json.loads(Path(str(script) + ".argv").read_text())
-    assert argv[:6] == [
-        "--json",
-        "--no-config",
-        "--hidden",
-        "--no-ignore",
-        "--crlf",
-        "--no-messages",
-    ]
-    assert "--ignore-case" in argv
-    assert argv[argv.index("--glob") + 1] == "*.py"
-    assert "!.git" in argv and "!node_modules" in argv
-    assert argv[-4:] == ["--regexp", "-x", "--", "."]
+    # b.py's count says 7 lines match but only one is printed (a fake), so 6 more.
+    assert result.content == (
+        "a.py:3:a three\nb.py:7:b seven\nc.py:1:\ufffdhi\n"
+        "[6 more matches not shown; narrow the pattern, path or glob.]"
+    )
+    count_argv, lines_argv = (
+        json.loads(line) for line in Path(str(script) + ".argv").read_text().splitlines()
+    )
+    assert count_argv[:5] == ["--no-config", "--hidden", "--no-ignore", "--crlf", "--no-messages"]
+    assert {"--ignore-case", "--count", "--with-filename", "--null"} <= set(count_argv)
+    assert count_argv[count_argv.index("--glob") + 1] == "*.py"
+    assert "!.git" in count_argv and "!node_modules" in count_argv
+    assert count_argv[-4:] == ["--regexp", "-x", "--", "."]
+    # The second run reads only the files that hold the shown lines, in path order.
+    assert lines_argv[0] == "--json" and "--ignore-case" in lines_argv
+    assert "--glob" not in lines_argv
+    assert lines_argv[-6:] == ["--regexp", "-x", "--", "./a.py", "./b.py", "c.py"]
 
 
 async def test_grep_ripgrep_error_is_a_failure(ctx: ToolContext, tmp_path: Path) -> None:
@@ -401,9 +407,26 @@ def test_grep_defaults_to_ripgrep_on_path(monkeypatch: pytest.MonkeyPatch) -> No
     assert GrepTool(rg_path=None).ripgrep() is None
 
 
-@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not installed")
+def test_grep_finds_the_ripgrep_installed_beside_the_interpreter(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    rg = tmp_path / "rg"
+    rg.write_text("#!/bin/sh\n")
+    rg.chmod(0o755)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    assert GrepTool().ripgrep() == str(rg)
+    rg.chmod(0o644)
+    assert GrepTool().ripgrep() is None
+
+
+@pytest.mark.skipif(GrepTool().ripgrep() is None, reason="ripgrep (rg) is not installed")
 async def test_grep_ripgrep_and_python_agree(ctx: ToolContext, code: Path) -> None:
     write(code, "many.txt", "hit\n" * (MAX_MATCHES + 5))
+    # Matches spread over more files than fit in what is shown: the first files in
+    # path order are read, whatever order ripgrep walked them in.
+    for n in range(150):
+        write(code, f"spread/f{n:03d}.txt", "wide\n-\nwide\n")
     write(code, ".hidden/h.txt", "TODO hidden\n")
     write(code, ".gitignore", "notes.txt\n")
     (code / "alias.md").symlink_to(code / "README.md")
@@ -418,6 +441,8 @@ async def test_grep_ripgrep_and_python_agree(ctx: ToolContext, code: Path) -> No
         {"pattern": r"^\s+return", "path": "src"},
         {"pattern": "upper$", "path": "notes.txt"},
         {"pattern": "hit"},
+        {"pattern": "wide"},
+        {"pattern": "WIDE|hit", "ignore_case": True},
         {"pattern": "nothing matches this"},
     ]
     for case in cases:

@@ -60,7 +60,8 @@ class StatusBar(Static):
     def segments(self) -> list[Segment]:
         """The line's parts in order. A new part picks its ranks against these: lower
         gives way first (session id 10, model's provider 20, sandbox word 25, nudge word
-        30, sandbox 35, turn count 40, model cut 50, model 60, cost 70, mode 80); state,
+        30, sandbox 35, turn count 40, context use 45, model cut 50, model 60, cost 70,
+        mode 80); state,
         tokens, queued, note and a missing sandbox never shrink."""
         t = self.transcript
         # The state leads: should even the shortest forms not fit, the line is cut at
@@ -72,6 +73,8 @@ class StatusBar(Static):
         if t and (t.input_tokens or t.output_tokens):
             inp, out = tokens(t.input_tokens) or "0", tokens(t.output_tokens) or "0"
             parts.append(Segment.fixed(f"{inp} in · {out} out"))
+        if t and t.context_tokens is not None and t.context_window:
+            parts.append(_context_segment(t.context_tokens, t.context_window))
         if t and t.cost:
             parts.append(Segment.shrinking(cost(t.cost), (70, "")))
         if self.sandbox:
@@ -103,6 +106,13 @@ class StatusBar(Static):
         short.append(f" {used}/{self.nudge_cap}{level}")
         full = mode + f" {used}/{self.nudge_cap} nudges{level}"
         return Segment.shrinking(full, (30, short), (80, ""))
+
+
+def _context_segment(used: int, window: int) -> Segment:
+    """``ctx 62%`` of the model's context window; warns as compaction nears."""
+    share = used / window
+    style = "bold red" if share >= 0.95 else "yellow" if share >= 0.8 else ""
+    return Segment.shrinking(Text(f"ctx {min(share, 9.99):.0%}", style=style), (45, ""))
 
 
 MODEL_CUT = 16  # characters of the model name kept at the narrowest

@@ -63,6 +63,10 @@ class ModelReply:
 
 StreamItem = TextDelta | ReasoningDelta | ModelReply
 
+# The ``call_index`` of a summary request (agent/compaction.py): not one of the
+# session's turns, so a scripted model answers it with its summary, not a turn.
+COMPACTION_CALL = -1
+
 
 class ProviderError(Exception):
     """A model call failed. ``error_type`` is one of :data:`ERROR_TYPES`."""
@@ -118,5 +122,6 @@ class ModelClient(Protocol):
         *,
         call_index: int,
     ) -> AsyncIterator[StreamItem]:
-        """Stream one reply. ``call_index`` is the n-th model call of the session."""
+        """Stream one reply. ``call_index`` is the n-th model call of the session, or
+        :data:`COMPACTION_CALL` for a summary of the history."""
         ...

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.models.base import (
+    COMPACTION_CALL,
     ERROR_TYPES,
     ModelReply,
     ProviderError,
@@ -33,6 +34,7 @@ from agent.models.base import (
 SCRIPTED_PREFIX = "scripted:"
 EXHAUSTED_TEXT = "(script exhausted)"
 _CHUNK = re.compile(r"\S+\s*|\s+")
+_PREAMBLE = re.compile(r"<checkpoint_summary>.*?</checkpoint_summary>\s*", re.S)
 
 
 class ScriptError(ValueError):
@@ -74,9 +76,20 @@ class ScriptTurn(_Strict):
     error: ScriptedFailure | None = None
 
 
+class ScriptCompaction(_Strict):
+    """How the scripted model answers a summary request (agent/compaction.py)."""
+
+    summary: str | None = None  # None: a summary built from the conversation
+    error: ScriptedFailure | None = None
+
+
 class Script(_Strict):
     turns: list[ScriptTurn]
     when_exhausted: Literal["repeat_last", "stop"] = "stop"
+    # The context window the scripted model claims, in tokens (None: the default
+    # for a model nobody described); a tiny one lets tests fill it.
+    context_window: int | None = None
+    compaction: ScriptCompaction = Field(default_factory=ScriptCompaction)
 
 
 def load_script(spec: str) -> tuple[str, Script]:
@@ -138,9 +151,32 @@ class ScriptedModel:
         return f"{SCRIPTED_PREFIX}{self._label}"
 
     @property
+    def context_window(self) -> int | None:
+        return self._script.context_window
+
+    @property
     def retry_policy(self) -> RetryPolicy:
         # Short but visible backoff: scripted errors are for tests and demos.
         return RetryPolicy(max_retries=3, base_delay=0.05, max_delay=0.4)
+
+    def _summary(self, messages: list[dict[str, Any]]) -> ModelReply:
+        scripted = self._script.compaction
+        if scripted.error is not None:
+            raise ProviderError(scripted.error.type, scripted.error.message)
+        text = scripted.summary
+        if text is None:
+            # Deterministic, and it carries the task: tests can find it in later requests.
+            asked = str(messages[-1].get("content", "")) if messages else ""
+            conversation = asked.split("</conversation>")[0].removeprefix("<conversation>\n")
+            # An earlier summary's preamble is not the task; what follows it is.
+            conversation = _PREAMBLE.sub("", conversation)
+            first = conversation.split("\n\n")[0][:300]
+            text = (
+                f"<overview>{first}</overview>\n"
+                f"<history>{conversation.count(chr(10) + chr(10)) + 1} messages summarised "
+                "(scripted)</history>"
+            )
+        return ModelReply(text=text, finish_reason="stop")
 
     def turn_for(self, call_index: int) -> ScriptTurn | None:
         turns = self._script.turns
@@ -157,6 +193,9 @@ class ScriptedModel:
         *,
         call_index: int,
     ) -> AsyncIterator[StreamItem]:
+        if call_index == COMPACTION_CALL:
+            yield self._summary(messages)
+            return
         turn = self.turn_for(call_index)
         if turn is None:
             yield TextDelta(EXHAUSTED_TEXT)

@@ -149,6 +149,10 @@ class ConfigValues:
     # [shell_env]: glob patterns of variable names passed to / kept from commands.
     shell_env_include: tuple[str, ...] = ()
     shell_env_exclude: tuple[str, ...] = ()
+    # The model's context window in tokens, for a model litellm's map does not know.
+    context_window: int | None = None
+    # [infinite_sessions]: compaction, as the Copilot SDK names its settings.
+    infinite_sessions: dict[str, object] | None = None
 
 
 SANDBOX_CHOICES = ("read-only", "workspace-write", "off")
@@ -189,7 +193,39 @@ def read_config_file(path: Path) -> ConfigValues:
         sandbox_network=_optional_bool(data, "sandbox_network", path),
         shell_env_include=_shell_env(data, "include", path),
         shell_env_exclude=_shell_env(data, "exclude", path),
+        context_window=_optional_count(data, "context_window", path) or None,
+        infinite_sessions=_infinite_sessions(data, path),
     )
+
+
+def _infinite_sessions(data: Mapping[str, object], path: Path) -> dict[str, object] | None:
+    table = data.get("infinite_sessions")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"Config file {path}: [infinite_sessions] must be a table, like\n"
+            "[infinite_sessions]\nbackground_compaction_threshold = 0.8"
+        )
+    known = {"enabled", "background_compaction_threshold", "buffer_exhaustion_threshold"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(
+            f"Config file {path}: [infinite_sessions] has no setting {unknown[0]!r} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    for key in ("background_compaction_threshold", "buffer_exhaustion_threshold"):
+        value = table.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1
+        ):
+            raise ConfigError(
+                f"Config file {path}: [infinite_sessions] {key} must be a fraction of the "
+                "context window, more than 0 and at most 1, like 0.8"
+            )
+    if "enabled" in table and not isinstance(table["enabled"], bool):
+        raise ConfigError(f"Config file {path}: [infinite_sessions] enabled must be true or false")
+    return dict(table)
 
 
 def _optional_choice(
@@ -277,4 +313,5 @@ _EXAMPLES = {
     "idle_timeout": "60",
     "max_retries": "3",
     "retry_base_delay": "1.0",
+    "context_window": "32768",
 }

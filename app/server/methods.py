@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import __version__
+from agent.compaction import settings_from
 from agent.events import (
     EventData,
     Mode,
@@ -113,6 +114,7 @@ class Runtime:
             "session.model.switchTo": self.session_model_switch_to,
             "session.options.update": self.session_options_update,
             "session.log": self.session_log,
+            "session.history.compact": self.session_history_compact,
             "session.permissions.handlePendingPermissionRequest": self.permission_answer,
             "session.tools.handlePendingToolCall": self.tool_answer,
             # The todo list (session.todos_changed is only a signal): its rows.
@@ -231,6 +233,7 @@ class Runtime:
         self.sessions[session_id] = hosted
         _take_questions(hosted, params)
         _apply_system_message(created, params.get("systemMessage"))
+        _apply_infinite_sessions(created, params.get("infiniteSessions"))
         self._attach(hosted, conn, params)
         hosted.replay_to(conn, created.backlog)  # session.start
         await hosted.hooks.session_start("new")
@@ -280,6 +283,7 @@ class Runtime:
         self.sessions[session_id] = hosted
         _take_questions(hosted, params)
         _apply_system_message(resumed, params.get("systemMessage"))
+        _apply_infinite_sessions(resumed, params.get("infiniteSessions"))
         self._attach(hosted, conn, params)
         # What resuming added to the log (repairs, interrupted calls, session.resume).
         backlog = resumed.backlog
@@ -407,6 +411,37 @@ class Runtime:
         if not path.is_file():
             raise RpcError(SERVER_ERROR, f"Session not found: {session_id}")
         return {"events": [event.wire() for event in read_events(path).events]}
+
+    async def session_history_compact(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """Compact now (the SDK's ``session.rpc.history.compact``) and say how it went."""
+        session = self._hosted(params).session
+        focus = _opt_str(params, "customInstructions")
+        done = await session.context.compact_now(focus)
+        usage = session.context.measure()
+        window = {
+            "currentTokens": usage.total,
+            "messagesLength": usage.message_count,
+            "tokenLimit": usage.window,
+            "systemTokens": usage.system,
+            "conversationTokens": usage.messages,
+            "toolDefinitionsTokens": usage.tools,
+        }
+        if done is None:  # nothing to compact yet
+            return {
+                "success": True,
+                "messagesRemoved": 0,
+                "tokensRemoved": 0,
+                "contextWindow": window,
+            }
+        out: dict[str, Any] = {
+            "success": done.success,
+            "messagesRemoved": done.messages_removed or 0,
+            "tokensRemoved": done.tokens_removed or 0,
+            "contextWindow": window,
+        }
+        if done.summary_content is not None:
+            out["summaryContent"] = done.summary_content
+        return out
 
     async def session_log(self, conn: Connection, params: dict[str, Any]) -> Any:
         hosted = self._hosted(params)
@@ -678,6 +713,18 @@ def _names(value: Any) -> list[str] | None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise RpcError(INVALID_PARAMS, "tool filters must be lists of names")
     return list(value)
+
+
+def _apply_infinite_sessions(session: SdkSession, config: Any) -> None:
+    """The SDK's ``infinite_sessions``: compaction on or off, and its thresholds."""
+    if config is None:
+        return
+    if not isinstance(config, dict):
+        raise RpcError(INVALID_PARAMS, "infiniteSessions must be an object")
+    try:
+        session.configure_context(settings=settings_from(config))
+    except (ValueError, TypeError) as exc:
+        raise RpcError(INVALID_PARAMS, f"infiniteSessions: {exc}") from exc
 
 
 def _apply_system_message(session: SdkSession, config: Any) -> None:

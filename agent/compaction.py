@@ -1,0 +1,414 @@
+"""Keeping the model's context inside its window: measuring, compacting, truncating.
+
+Before every model call the session measures the request it is about to send
+(:class:`~agent.context_window.TokenMeter`) and reports it (``session.usage_info``).
+Then, as Copilot CLI does (the SDK's ``infinite_sessions``):
+
+- at the **background threshold** (default 0.80 of the window) a summary of the
+  history so far is made by a model call *while the loop keeps going*
+  (``session.compaction_start``);
+- at the **blocking threshold** (default 0.95) the call waits for that summary.
+
+When the summary arrives (``session.compaction_complete``) it stands in for the
+messages it covers; messages added meanwhile stay after it. The swap is done by the
+history's fold of that event (:mod:`agent.history`), so a resumed session rebuilds
+the same history from the log. A summary that fails is an event too, not a crash;
+if the request is still over the blocking threshold, the oldest messages are
+dropped (``session.truncation``) with a warning.
+
+The summary keeps what an agent needs to go on: the task, decisions, files touched,
+open items and the todo list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent.context_window import ContextLimits, TokenMeter, Usage, message_text
+from agent.events import (
+    CompactionTrigger,
+    Event,
+    EventData,
+    SessionCompactionCompleteData,
+    SessionCompactionStartData,
+    SessionTruncationData,
+    SessionUsageInfoData,
+    SessionWarningData,
+)
+from agent.history import SUMMARY_PREFIX, History
+from agent.models.base import COMPACTION_CALL, ModelClient, ModelReply, ProviderError
+
+log = logging.getLogger(__name__)
+
+SUMMARY_SYSTEM = (
+    "You write the checkpoint summary of a coding agent's session. The conversation "
+    "will be replaced by your summary: the agent will continue from it alone, so keep "
+    "everything it needs and nothing else."
+)
+SUMMARY_REQUEST = (
+    "Summarise the conversation above for the agent that will continue it. Use these "
+    "sections:\n"
+    "<overview>the user's task and goal, in their words where it matters</overview>\n"
+    "<history>what was asked and done, in order, briefly</history>\n"
+    "<work_done>files created, changed or deleted (paths), commands run and their "
+    "outcome, tests and their state</work_done>\n"
+    "<technical_details>decisions made and why, constraints, errors met and how they "
+    "were resolved</technical_details>\n"
+    "<important_files>paths and what each is for</important_files>\n"
+    "<next_steps>open items, the todo list if any (with what is done), what to do "
+    "next</next_steps>\n"
+    "Be specific (names, paths, numbers); do not invent anything."
+)
+TOOL_RESULT_CHARS = 2_000  # of each tool result shown to the summarizer
+SUMMARY_INPUT_SHARE = 0.6  # of the window the summarizer's input may take
+CHARS_PER_TOKEN = 4  # to turn token budgets into character budgets, roughly
+CUT_TOOL_OUTPUT = "loopdeck:cut_tool_output"  # session.truncation's performedBy for a cut result
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    """The SDK's ``infinite_sessions``: ``enabled``, ``background_compaction_threshold``
+    and ``buffer_exhaustion_threshold``, as fractions of the context window."""
+
+    enabled: bool = True
+    background_threshold: float = 0.80
+    blocking_threshold: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not 0 < self.background_threshold <= self.blocking_threshold <= 1:
+            raise ValueError(
+                "compaction thresholds must satisfy 0 < background <= blocking <= 1 "
+                f"(got {self.background_threshold} and {self.blocking_threshold})"
+            )
+
+
+class ContextHost(Protocol):
+    """What the context keeper needs from its session."""
+
+    history: History
+    model: ModelClient
+
+    def emit(self, data: EventData) -> Event: ...
+
+    def system_prompt(self) -> str: ...
+
+    def tool_schemas(self) -> list[dict[str, Any]]: ...
+
+
+class ContextKeeper:
+    """Measures each request, runs compactions, and truncates when they cannot help."""
+
+    def __init__(
+        self,
+        host: ContextHost,
+        meter: TokenMeter,
+        settings: CompactionSettings | None = None,
+    ) -> None:
+        self.host = host
+        self.meter = meter
+        self.settings = settings or CompactionSettings()
+        self._task: asyncio.Task[SessionCompactionCompleteData] | None = None
+        self.last: Usage | None = None  # the last request measured
+
+    @property
+    def limits(self) -> ContextLimits:
+        return self.meter.limits
+
+    @property
+    def compacting(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def measure(self) -> Usage:
+        host = self.host
+        history = host.history
+        # One tool result may take at most a quarter of the window.
+        history.max_tool_chars = self.limits.window * CHARS_PER_TOKEN // 4
+        usage = self.meter.measure(host.system_prompt(), host.tool_schemas(), history.for_model())
+        self.last = usage
+        return usage
+
+    def _report(self, usage: Usage, *, initial: bool = False) -> None:
+        self.host.emit(
+            SessionUsageInfoData(
+                current_tokens=usage.total,
+                messages_length=usage.message_count,
+                token_limit=usage.window,
+                system_tokens=usage.system,
+                conversation_tokens=usage.messages,
+                tool_definitions_tokens=usage.tools,
+                is_initial=initial or None,
+            )
+        )
+
+    # --- around each model call ---------------------------------------------------
+
+    async def before_call(self) -> None:
+        """Called right before a model call: report the size, compact or wait."""
+        usage = self.measure()
+        self._report_cuts(usage)
+        self._report(usage)
+        if not self.settings.enabled:
+            return
+        if usage.fraction >= self.settings.background_threshold and not self.compacting:
+            self.start("threshold", usage)
+        if usage.fraction < self.settings.blocking_threshold:
+            return
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+        usage = self.measure()
+        if usage.fraction >= self.settings.blocking_threshold:
+            self._drop_oldest(usage)
+            usage = self.measure()
+        self._report(usage)
+
+    def _report_cuts(self, usage: Usage) -> None:
+        history = self.host.history
+        cuts, history.newly_cut = history.newly_cut, []
+        for length, cap in cuts:
+            removed = round((length - cap) / CHARS_PER_TOKEN)
+            self.host.emit(
+                SessionTruncationData(
+                    messages_removed_during_truncation=0,
+                    performed_by=CUT_TOOL_OUTPUT,
+                    post_truncation_messages_length=usage.message_count,
+                    post_truncation_tokens_in_messages=usage.messages,
+                    pre_truncation_messages_length=usage.message_count,
+                    pre_truncation_tokens_in_messages=usage.messages + removed,
+                    token_limit=usage.window,
+                    tokens_removed_during_truncation=removed,
+                )
+            )
+
+    def after_call(self, reply: ModelReply) -> None:
+        if reply.usage is not None:
+            self.meter.correct(reply.usage.input_tokens)
+
+    # --- compaction ---------------------------------------------------------------
+
+    def start(self, trigger: CompactionTrigger, usage: Usage | None = None) -> bool:
+        """Start a compaction in the background; False if there is nothing to compact."""
+        if self.compacting:
+            return True
+        upto = self.host.history.compactable_prefix()
+        if upto == 0:
+            return False
+        usage = usage or self.measure()
+        attempt = str(uuid.uuid4())
+        self.host.emit(
+            SessionCompactionStartData(
+                current_tokens=usage.total,
+                token_limit=usage.window,
+                system_tokens=usage.system,
+                conversation_tokens=usage.messages,
+                tool_definitions_tokens=usage.tools,
+                trigger=trigger,
+                compaction_attempt_id=attempt,
+            )
+        )
+        self._task = asyncio.create_task(
+            self._compact(upto, usage, trigger, attempt), name="compaction"
+        )
+        return True
+
+    async def compact_now(self, focus: str | None = None) -> SessionCompactionCompleteData | None:
+        """``/compact`` and the SDK's ``session.history.compact``: compact now and wait.
+        Returns the outcome (``success``: a summary now stands in for the older
+        history), or None when there was nothing to compact."""
+        if self.compacting:
+            assert self._task is not None
+            return await asyncio.shield(self._task)
+        upto = self.host.history.compactable_prefix()
+        if upto == 0:
+            return None
+        self._focus = focus
+        try:
+            self.start("manual")
+            assert self._task is not None
+            return await asyncio.shield(self._task)
+        finally:
+            self._focus = None
+
+    _focus: str | None = None
+
+    async def _compact(
+        self, upto: int, usage: Usage, trigger: CompactionTrigger, attempt: str
+    ) -> SessionCompactionCompleteData:
+        history = self.host.history
+        covered = history.messages[:upto]
+        before = sum(self.meter.message_tokens(m) for m in covered)
+        request = summary_request(covered, self.limits.window, self._focus)
+        try:
+            summary = await _summarize(self.host.model, request)
+        except asyncio.CancelledError:
+            self._complete_failed(attempt, trigger, "cancelled", usage)
+            raise
+        except Exception as exc:  # a failed summary is an event, never a crash
+            message = (
+                exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
+            )
+            return self._complete_failed(attempt, trigger, message, usage)
+        after_summary = self.meter.count_text(SUMMARY_PREFIX + summary)
+        done = SessionCompactionCompleteData(
+            success=True,
+            messages_removed=upto,
+            summary_content=summary,
+            pre_compaction_tokens=usage.total,
+            post_compaction_tokens=max(0, usage.total - before + after_summary),
+            pre_compaction_messages_length=usage.message_count,
+            tokens_removed=before - after_summary,
+            token_limit=usage.window,
+            checkpoint_number=history.checkpoints + 1,
+            trigger=trigger,
+            compaction_attempt_id=attempt,
+            model=self.host.model.name,
+        )
+        self.host.emit(done)
+        self.meter.forget(history.messages)
+        return done
+
+    def _complete_failed(
+        self, attempt: str, trigger: CompactionTrigger, error: str, usage: Usage
+    ) -> SessionCompactionCompleteData:
+        done = SessionCompactionCompleteData(
+            success=False,
+            error=error,
+            pre_compaction_tokens=usage.total,
+            token_limit=usage.window,
+            trigger=trigger,
+            compaction_attempt_id=attempt,
+            model=self.host.model.name,
+        )
+        self.host.emit(done)
+        return done
+
+    # --- the last resort ----------------------------------------------------------
+
+    def _drop_oldest(self, usage: Usage) -> None:
+        """Drop the oldest messages (after the summary, if any) until the request is
+        back under the background threshold, keeping the last message."""
+        history = self.host.history
+        target = self.settings.background_threshold * usage.window
+        excess = usage.total - target
+        messages = history.messages
+        start = history.summary_count()
+        count = 0
+        freed = 0.0
+        # Always keep the last message (the prompt or the results the model must read).
+        while start + count < len(messages) - 1 and freed < excess:
+            freed += self.meter.message_tokens(messages[start + count]) * self.meter.ratio
+            count += 1
+        count = history.clean_cut(start, count)
+        if count == 0:
+            return
+        dropped = messages[start : start + count]
+        removed = round(sum(self.meter.message_tokens(m) for m in dropped) * self.meter.ratio)
+        pre_length = len(messages)
+        self.host.emit(
+            SessionTruncationData(
+                messages_removed_during_truncation=count,
+                performed_by=History.DROP_OLDEST,
+                post_truncation_messages_length=pre_length - count,
+                post_truncation_tokens_in_messages=max(0, usage.messages - removed),
+                pre_truncation_messages_length=pre_length,
+                pre_truncation_tokens_in_messages=usage.messages,
+                token_limit=usage.window,
+                tokens_removed_during_truncation=removed,
+            )
+        )
+        self.meter.forget(history.messages)
+        self.host.emit(
+            SessionWarningData(
+                warning_type="context_truncated",
+                message=(
+                    f"the conversation no longer fit the model's context window: the oldest "
+                    f"{count} messages were dropped from what the model sees (they stay in "
+                    "the log)"
+                ),
+            )
+        )
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def summary_request(
+    messages: list[dict[str, Any]], window: int, focus: str | None = None
+) -> list[dict[str, Any]]:
+    """The summarizer's messages: the conversation as one text (tool results cut),
+    held within :data:`SUMMARY_INPUT_SHARE` of the window, then the request."""
+    budget = int(window * SUMMARY_INPUT_SHARE * CHARS_PER_TOKEN)
+    parts = [_render(m) for m in messages]
+    text = "\n\n".join(parts)
+    if len(text) > budget:
+        # Keep the start (the task) and as much of the recent end as fits.
+        head = budget // 5
+        tail = budget - head
+        left_out = len(text) - head - tail
+        gap = f"\n\n[… {left_out} characters of the conversation left out …]\n\n"
+        text = text[:head] + gap + text[-tail:]
+    ask = SUMMARY_REQUEST
+    if focus:
+        ask += f"\n\nThe user asks the summary to focus on: {focus}"
+    return [
+        {"role": "system", "content": SUMMARY_SYSTEM},
+        {"role": "user", "content": f"<conversation>\n{text}\n</conversation>\n\n{ask}"},
+    ]
+
+
+def _render(message: dict[str, Any]) -> str:
+    role = message.get("role")
+    if role == "tool":
+        content = str(message.get("content") or "")
+        if len(content) > TOOL_RESULT_CHARS:
+            content = (
+                content[:TOOL_RESULT_CHARS]
+                + f" [… {len(content) - TOOL_RESULT_CHARS} more characters]"
+            )
+        return f"[tool result]\n{content}"
+    if role == "assistant":
+        calls = [
+            f"[calls {c.get('function', {}).get('name')}({c.get('function', {}).get('arguments')})]"
+            for c in message.get("tool_calls") or []
+        ]
+        body = str(message.get("content") or "")
+        return "Assistant: " + "\n".join([body, *calls]).strip()
+    return f"{str(role).capitalize()}: {message_text(message)}"
+
+
+async def _summarize(model: ModelClient, messages: list[dict[str, Any]]) -> str:
+    reply: ModelReply | None = None
+    async for item in model.stream(messages, [], call_index=COMPACTION_CALL):
+        if isinstance(item, ModelReply):
+            reply = item
+    if reply is None or not reply.text.strip():
+        raise ProviderError("empty_response", "the model sent back an empty summary")
+    return reply.text.strip()
+
+
+def settings_from(values: dict[str, Any] | None) -> CompactionSettings:
+    """Settings from the SDK's ``infiniteSessions`` (camelCase) or config keys."""
+    if not values:
+        return CompactionSettings()
+    get: Callable[..., Any] = values.get
+    enabled = get("enabled", True)
+    background = get("backgroundCompactionThreshold", get("background_compaction_threshold"))
+    blocking = get("bufferExhaustionThreshold", get("buffer_exhaustion_threshold"))
+    defaults = CompactionSettings()
+    return CompactionSettings(
+        enabled=bool(enabled),
+        background_threshold=float(background)
+        if background is not None
+        else defaults.background_threshold,
+        blocking_threshold=float(blocking) if blocking is not None else defaults.blocking_threshold,
+    )

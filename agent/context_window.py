@@ -1,0 +1,205 @@
+"""How big the model's context window is, and how much of it the next request fills.
+
+The window and the output limit come from litellm's model map (``get_model_info``)
+unless the user says otherwise (``--context-window`` / ``context_window`` in
+config.toml, or the scripted model's ``context_window``); a model the map does not
+know gets :data:`ASSUMED_WINDOW`, marked as assumed.
+
+The next request's size is counted with litellm's token counter, one message at a
+time (a message is counted once, when it joins the history), then corrected by
+what the provider reported: after each call the ratio of the reported prompt size
+to the counted one scales later counts, so a tokenizer that differs from the
+provider's does not let the history overflow.
+
+litellm is imported on the first count (it takes seconds), never on the way to the
+first frame.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ASSUMED_WINDOW = 128_000  # tokens, for a model no one told us about
+MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its content (role, framing)
+
+Counter = Callable[[str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextLimits:
+    window: int  # tokens the model reads at most: prompt + tools + history
+    max_output: int | None = None  # tokens it writes at most, if known
+    source: str = "model map"  # "model map", "config", "script" or "assumed"
+
+
+def limits_for(
+    model: str, *, window: int | None = None, max_output: int | None = None, source: str = "config"
+) -> ContextLimits:
+    """The limits of ``model``: the given ``window`` if any, else litellm's map."""
+    if window is not None and window > 0:
+        return ContextLimits(window, max_output, source)
+    info = _model_info(model)
+    found = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
+    output = max_output or _positive(info.get("max_output_tokens"))
+    if found is None:
+        return ContextLimits(ASSUMED_WINDOW, output, "assumed")
+    return ContextLimits(found, output, "model map")
+
+
+def _model_info(model: str) -> dict[str, Any]:
+    if model.startswith("scripted:"):
+        return {}
+    try:
+        import litellm
+
+        info = litellm.get_model_info(model)
+    except Exception:  # unknown to the map: litellm raises for those
+        return {}
+    return dict(info) if isinstance(info, dict) else {}
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def litellm_counter(model: str) -> Counter:
+    """Tokens in a text as litellm counts them for ``model`` (its tokenizer, or
+    tiktoken's general one for a model it does not know)."""
+    import litellm
+
+    name = "gpt-4o" if model.startswith("scripted:") else model
+
+    def count(text: str) -> int:
+        if not text:
+            return 0
+        try:
+            return int(litellm.token_counter(model=name, text=text))
+        except Exception:  # a tokenizer that cannot load: estimate instead
+            return estimate_tokens(text)
+
+    return count
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: the fallback when no tokenizer works."""
+    return math.ceil(len(text) / 4)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a chat message that counts against the window."""
+    parts: list[str] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    elif content is not None:
+        parts.append(json.dumps(content))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        parts.append(str(function.get("name", "")))
+        parts.append(str(function.get("arguments", "")))
+    return "\n".join(parts)
+
+
+@dataclass(slots=True)
+class Usage:
+    """The next request's size, by part, in (corrected) tokens."""
+
+    system: int
+    tools: int
+    messages: int
+    window: int
+    message_count: int
+
+    @property
+    def total(self) -> int:
+        return self.system + self.tools + self.messages
+
+    @property
+    def fraction(self) -> float:
+        return self.total / self.window if self.window else 0.0
+
+
+class TokenMeter:
+    """Counts what a request holds, caching each message's count by identity.
+
+    ``counter`` is called lazily (litellm on first use), so building a meter is free.
+    """
+
+    def __init__(
+        self,
+        limits: ContextLimits | Callable[[], ContextLimits],
+        counter_factory: Callable[[], Counter],
+    ) -> None:
+        self._limits = limits
+        self._factory = counter_factory
+        self._counter: Counter | None = None
+        self._counts: dict[int, tuple[dict[str, Any], int]] = {}  # id -> (message, tokens)
+        self._text_cache: dict[str, int] = {}  # system prompt / tool schemas
+        self.ratio = 1.0  # provider-reported / counted, from the last call
+        self.last_counted: int | None = None  # raw count of the last request measured
+
+    @property
+    def limits(self) -> ContextLimits:
+        """Looked up on first use (litellm's model map loads with litellm)."""
+        if not isinstance(self._limits, ContextLimits):
+            self._limits = self._limits()
+        return self._limits
+
+    def count_text(self, text: str) -> int:
+        if self._counter is None:
+            self._counter = self._factory()
+        return self._counter(text)
+
+    def _cached_text(self, text: str) -> int:
+        found = self._text_cache.get(text)
+        if found is None:
+            if len(self._text_cache) > 8:
+                self._text_cache.clear()
+            found = self._text_cache[text] = self.count_text(text)
+        return found
+
+    def message_tokens(self, message: dict[str, Any]) -> int:
+        key = id(message)
+        cached = self._counts.get(key)
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        tokens = self.count_text(message_text(message)) + MESSAGE_OVERHEAD
+        self._counts[key] = (message, tokens)
+        return tokens
+
+    def forget(self, keep: Sequence[dict[str, Any]]) -> None:
+        """Drop counts of messages no longer in the history (after a compaction)."""
+        alive = {id(m) for m in keep}
+        self._counts = {k: v for k, v in self._counts.items() if k in alive}
+
+    def measure(
+        self, system_prompt: str, tools: list[dict[str, Any]], messages: Sequence[dict[str, Any]]
+    ) -> Usage:
+        system = self._cached_text(system_prompt) + MESSAGE_OVERHEAD
+        tool_tokens = self._cached_text(json.dumps(tools, sort_keys=True)) if tools else 0
+        conversation = sum(self.message_tokens(m) for m in messages)
+        self.last_counted = system + tool_tokens + conversation
+        scale = self.ratio
+        return Usage(
+            system=round(system * scale),
+            tools=round(tool_tokens * scale),
+            messages=round(conversation * scale),
+            window=self.limits.window,
+            message_count=len(messages),
+        )
+
+    def correct(self, reported_prompt_tokens: int | None) -> None:
+        """Scale later counts by what the provider said the last request held."""
+        if not reported_prompt_tokens or not self.last_counted:
+            return
+        ratio = reported_prompt_tokens / self.last_counted
+        # A wild ratio is a provider counting something else (cached prompts, say).
+        if 0.5 <= ratio <= 2.0:
+            self.ratio = ratio

@@ -1,0 +1,390 @@
+"""Keeping the context inside the model's window: accounting, compaction, fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.compaction import CompactionSettings, settings_from, summary_request
+from agent.context_window import (
+    ContextLimits,
+    TokenMeter,
+    estimate_tokens,
+    limits_for,
+    message_text,
+)
+from agent.events import (
+    AssistantMessageData,
+    Event,
+    SessionCompactionCompleteData,
+    SessionTruncationData,
+    ToolExecutionCompleteData,
+    ToolRequest,
+    ToolResultPayload,
+    UserMessageData,
+)
+from agent.history import SUMMARY_PREFIX, History
+from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem
+from agent.models.scripted import Script, ScriptedModel
+from agent.session import Session
+from agent.store import SessionStore
+from tests.scripting import FakeCountingModel, new_session, scripted
+
+WINDOW = 8_000  # tokens: the system prompt and tools take ~2,500; a dozen reads fill the rest
+
+
+def request_tokens(messages: list[dict[str, Any]], tools: int = 0) -> int:
+    """What the session counts for a scripted model (four characters a token)."""
+    return sum(estimate_tokens(message_text(m)) + 4 for m in messages) + tools
+
+
+def tool_turn(i: int, path: str = "notes.txt") -> dict[str, Any]:
+    return {
+        "text": f"Step {i}: reading the notes again.",
+        "tool_calls": [{"name": "view", "arguments": {"path": path}}],
+    }
+
+
+def notes(workspace: Path, chars: int) -> None:
+    workspace.mkdir(exist_ok=True)
+    line = "the quick brown fox jumps over the lazy dog 0123456789\n"
+    (workspace / "notes.txt").write_text(line * (chars // len(line) + 1))
+
+
+def event(data: Any) -> Event:
+    return Event.new(data, None)
+
+
+# --- accounting ------------------------------------------------------------------
+
+
+def test_limits_come_from_the_override_the_map_or_an_assumption() -> None:
+    assert limits_for("anything", window=8_000) == ContextLimits(8_000, None, "config")
+    assumed = limits_for("scripted:demo")
+    assert assumed.source == "assumed" and assumed.window == 128_000
+    known = limits_for("gpt-4o")  # litellm's model map, offline
+    assert known.source == "model map" and known.window == 128_000
+    assert known.max_output is not None and known.max_output > 0
+
+
+def test_meter_counts_each_message_once_and_follows_the_providers_count() -> None:
+    seen: list[str] = []
+
+    def counter(text: str) -> int:
+        seen.append(text)
+        return len(text)
+
+    meter = TokenMeter(ContextLimits(1_000, None, "config"), lambda: counter)
+    history = [{"role": "user", "content": "x" * 100}]
+    first = meter.measure("system", [], history)
+    assert first.messages == 104 and first.system == 10
+    history.append({"role": "assistant", "content": "y" * 50})
+    second = meter.measure("system", [], history)
+    assert second.messages == 104 + 54
+    assert seen.count("x" * 100) == 1  # cached by message
+    meter.correct(2 * second.total)  # the provider counts twice as many
+    assert meter.measure("system", [], history).total == 2 * second.total
+    meter.correct(100 * second.total)  # a wild ratio is ignored
+    assert meter.ratio == 2.0
+
+
+async def test_each_call_reports_the_context_use_before_it(tmp_path: Path) -> None:
+    model = scripted([{"text": "hello"}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("hi")
+    infos = seen.of("session.usage_info")
+    assert len(infos) == 1
+    info = infos[0].data
+    assert info.token_limit == WINDOW
+    sent = model.seen_messages[0]
+    assert info.current_tokens == request_tokens(sent, info.tool_definitions_tokens)
+    assert info.messages_length == len(sent) - 1  # without the system prompt
+    await session.close()
+
+
+# --- the history's fold -----------------------------------------------------------
+
+
+def test_a_summary_replaces_the_messages_it_covers_and_later_ones_stay() -> None:
+    history = History()
+    history.apply(event(UserMessageData(content="build a parser")))
+    history.apply(
+        event(
+            AssistantMessageData(
+                message_id="m",
+                content="looking",
+                tool_requests=[ToolRequest(tool_call_id="c1", name="view", arguments={})],
+            )
+        )
+    )
+    history.apply(
+        event(
+            ToolExecutionCompleteData(
+                tool_call_id="c1", success=True, result=ToolResultPayload(content="data")
+            )
+        )
+    )
+    history.apply(event(UserMessageData(content="and now tests")))  # arrived meanwhile
+    history.apply(
+        event(
+            SessionCompactionCompleteData(
+                success=True, messages_removed=3, summary_content="task: a parser"
+            )
+        )
+    )
+    assert history.messages == [
+        {"role": "user", "content": SUMMARY_PREFIX + "task: a parser"},
+        {"role": "user", "content": "and now tests"},
+    ]
+    assert history.checkpoints == 1
+    # A failed compaction changes nothing.
+    history.apply(event(SessionCompactionCompleteData(success=False, error="boom")))
+    assert len(history.messages) == 2
+
+
+def test_dropping_the_oldest_keeps_the_summary_and_never_orphans_a_result() -> None:
+    history = History()
+    history.messages = [
+        {"role": "user", "content": SUMMARY_PREFIX + "s"},
+        {"role": "user", "content": "old"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "a"}]},
+        {"role": "tool", "tool_call_id": "a", "content": "r"},
+        {"role": "user", "content": "new"},
+    ]
+    history.apply(
+        event(
+            SessionTruncationData(
+                messages_removed_during_truncation=2,  # would cut between a call and its result
+                performed_by=History.DROP_OLDEST,
+                post_truncation_messages_length=3,
+                post_truncation_tokens_in_messages=1,
+                pre_truncation_messages_length=5,
+                pre_truncation_tokens_in_messages=2,
+                token_limit=10,
+                tokens_removed_during_truncation=1,
+            )
+        )
+    )
+    assert [m["content"] for m in history.messages] == [SUMMARY_PREFIX + "s", "new"]
+
+
+def test_summary_request_fits_its_budget_and_keeps_the_task() -> None:
+    messages = [{"role": "user", "content": "THE TASK: port the parser"}]
+    messages += [
+        {"role": "tool", "tool_call_id": str(i), "content": "z" * 5_000} for i in range(50)
+    ]
+    request = summary_request(messages, window=2_000, focus="the parser's tests")
+    text = request[-1]["content"]
+    assert "THE TASK: port the parser" in text
+    assert (
+        len(text) < 2_000 * 4 * 0.6 + len(request[-1]["content"].split("</conversation>")[1]) + 200
+    )
+    assert "left out" in text and "the parser's tests" in text
+
+
+def test_infinite_sessions_settings_are_read_and_checked() -> None:
+    read = settings_from(
+        {"enabled": True, "backgroundCompactionThreshold": 0.5, "bufferExhaustionThreshold": 0.7}
+    )
+    assert read == CompactionSettings(True, 0.5, 0.7)
+    assert settings_from(None) == CompactionSettings()
+    with pytest.raises(ValueError, match="thresholds"):
+        settings_from({"backgroundCompactionThreshold": 0.9, "bufferExhaustionThreshold": 0.5})
+
+
+# --- compaction in a running session ----------------------------------------------
+
+
+async def test_a_long_run_compacts_and_no_request_exceeds_the_window(tmp_path: Path) -> None:
+    notes(tmp_path / "ws", 2_400)  # ~600 tokens a read
+    turns = [tool_turn(i) for i in range(40)] + [{"text": "All done."}]
+    model = scripted(turns)
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    outcome = await session.send_and_wait("Read the notes forty times.")
+    assert outcome.final_text == "All done."
+    tools = session.tool_schemas()
+    tool_tokens = estimate_tokens(json.dumps(tools, sort_keys=True))
+    for messages, index in zip(model.seen_messages, model.call_indexes, strict=True):
+        if index != COMPACTION_CALL:
+            assert request_tokens(messages, tool_tokens) <= WINDOW
+    completed = [e.data for e in seen.of("session.compaction_complete")]
+    assert len(completed) >= 3 and all(c.success for c in completed)
+    assert len(seen.of("session.compaction_start")) == len(completed)
+    # The last request opens with the latest summary, which names the task.
+    last = model.seen_messages[-1]
+    assert last[1]["content"].startswith(SUMMARY_PREFIX)
+    assert "Read the notes forty times." in last[1]["content"]
+    assert not seen.of("session.truncation")  # summaries were enough
+    await session.close()
+
+
+class FakeSlowSummaryModel(FakeCountingModel):
+    """Its summary waits until the test lets it go: the loop must go on meanwhile."""
+
+    def __init__(self, inner: ScriptedModel) -> None:
+        super().__init__(inner)
+        self.release = asyncio.Event()
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, call_index: int
+    ) -> AsyncIterator[StreamItem]:
+        if call_index == COMPACTION_CALL:
+            await self.release.wait()
+        async for item in super().stream(messages, tools, call_index=call_index):
+            yield item
+
+
+async def test_the_loop_keeps_going_while_a_summary_is_made(tmp_path: Path) -> None:
+    notes(tmp_path / "ws", 2_400)
+    turns = [tool_turn(i) for i in range(30)] + [{"text": "done"}]
+    script = Script.model_validate({"turns": turns})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(
+        window=WINDOW, settings=CompactionSettings(True, background_threshold=0.5)
+    )
+    started = asyncio.Event()
+    turns_during: list[str] = []
+
+    def watch(e: Event) -> None:
+        if e.type == "session.compaction_start":
+            started.set()
+        elif e.type == "assistant.turn_start" and started.is_set() and not model.release.is_set():
+            turns_during.append(e.data.turn_id)
+            if len(turns_during) == 2:
+                model.release.set()  # two turns ran while it worked: let it finish
+
+    session.subscribe(watch)
+    # A loop that waited for the summary instead of going on would never finish.
+    outcome = await asyncio.wait_for(session.send_and_wait("go"), 60)
+    assert outcome.final_text == "done"
+    assert len(turns_during) == 2
+    completed = seen.of("session.compaction_complete")
+    assert completed and completed[0].data.success
+    await session.close()
+
+
+async def test_a_failed_summary_falls_back_to_dropping_the_oldest(tmp_path: Path) -> None:
+    notes(tmp_path / "ws", 2_400)
+    turns = [tool_turn(i) for i in range(25)] + [{"text": "finished"}]
+    script = Script.model_validate(
+        {"turns": turns, "compaction": {"error": {"type": "server", "message": "summary down"}}}
+    )
+    model = FakeCountingModel(ScriptedModel(script, "failing"))
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished" and outcome.error is None
+    failed = [e.data for e in seen.of("session.compaction_complete")]
+    assert failed and not any(c.success for c in failed)
+    assert failed[0].error == "summary down"
+    dropped = [e.data for e in seen.of("session.truncation")]
+    assert dropped and all(d.performed_by == History.DROP_OLDEST for d in dropped)
+    warnings = [e.data for e in seen.of("session.warning")]
+    assert any(w.warning_type == "context_truncated" for w in warnings)
+    tool_tokens = estimate_tokens(json.dumps(session.tool_schemas(), sort_keys=True))
+    for messages, index in zip(model.seen_messages, model.call_indexes, strict=True):
+        if index != COMPACTION_CALL:
+            assert request_tokens(messages, tool_tokens) <= WINDOW
+            # Never a result without its call.
+            assert messages[1]["role"] != "tool"
+    assert seen.types()[-1] == "session.idle"
+    await session.close()
+
+
+async def test_an_oversized_tool_result_is_cut_for_the_model_only(tmp_path: Path) -> None:
+    notes(tmp_path / "ws", 12_000)  # more than a quarter of the window
+    model = scripted([tool_turn(0), {"text": "ok"}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("read it")
+    sent = model.seen_messages[-1][-1]
+    assert sent["role"] == "tool"
+    assert len(sent["content"]) < 12_000 and "output cut" in sent["content"]
+    cuts = [e.data for e in seen.of("session.truncation")]
+    assert cuts and cuts[0].performed_by == "loopdeck:cut_tool_output"
+    whole = seen.of("tool.execution_complete")[0].data
+    assert len(whole.result.content) > 12_000  # the log keeps it whole
+    await session.close()
+
+
+async def test_compact_now_summarises_on_request(tmp_path: Path) -> None:
+    model = scripted([{"text": "first answer"}, {"text": "second answer"}])
+    session, seen = await new_session(model, tmp_path)
+    assert await session.context.compact_now() is None  # nothing yet
+    await session.send_and_wait("the task: write a lexer")
+    outcome = await session.context.compact_now(focus="the lexer")
+    done = seen.of("session.compaction_complete")[-1].data
+    assert outcome is done
+    assert done.success and done.trigger == "manual" and done.messages_removed == 2
+    assert done.checkpoint_number == 1
+    summary_call = model.seen_messages[model.call_indexes.index(COMPACTION_CALL)]
+    assert "the lexer" in summary_call[-1]["content"]
+    await session.send_and_wait("go on")
+    sent = model.seen_messages[-1]
+    assert sent[1]["content"].startswith(SUMMARY_PREFIX)
+    assert [m["content"] for m in sent[2:]] == ["go on"]
+    await session.close()
+
+
+async def test_a_resumed_session_sends_the_summary_not_the_old_turns(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    model = scripted([{"text": "answer one"}, {"text": "answer two"}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("OLD QUESTION")
+    await session.context.compact_now()
+    await session.close()
+
+    again = scripted([{"text": "answer three"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    await resumed.send_and_wait("new question")
+    sent = again.seen_messages[-1]
+    assert sent[1]["content"].startswith(SUMMARY_PREFIX)
+    assert not any(m.get("content") == "OLD QUESTION" for m in sent)
+    assert not any(m.get("content") == "answer one" for m in sent)
+    assert sent[-1]["content"] == "new question"
+    await resumed.close()
+
+
+class FakeBrokenSummaryModel(FakeCountingModel):
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, call_index: int
+    ) -> AsyncIterator[StreamItem]:
+        if call_index == COMPACTION_CALL:
+            yield ModelReply(text="   ")
+            return
+        async for item in super().stream(messages, tools, call_index=call_index):
+            yield item
+
+
+async def test_an_empty_summary_is_a_failed_compaction(tmp_path: Path) -> None:
+    script = Script.model_validate({"turns": [{"text": "a"}]})
+    model = FakeBrokenSummaryModel(ScriptedModel(script, "empty"))
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("q")
+    outcome = await session.context.compact_now()
+    done = seen.of("session.compaction_complete")[-1].data
+    assert outcome is done
+    assert not done.success and "empty summary" in (done.error or "")
+    await session.close()
+
+
+def test_the_scripted_model_fails_a_summary_when_told() -> None:
+    script = Script.model_validate(
+        {"turns": [], "compaction": {"error": {"type": "server", "message": "no"}}}
+    )
+    model = ScriptedModel(script)
+
+    async def run() -> None:
+        async for _ in model.stream([], [], call_index=COMPACTION_CALL):
+            pass
+
+    with pytest.raises(ProviderError):
+        asyncio.run(run())

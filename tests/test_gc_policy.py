@@ -1,0 +1,56 @@
+"""The interactive apps' collector policy: survivors of a full collection are frozen,
+and thawed once the frozen heap doubles, so frozen garbage is freed in the end."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from app.gc_policy import FreezeSurvivors
+
+
+class FakeNode:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle: only the cyclic collector frees it
+
+
+@pytest.fixture
+def policy() -> Iterator[FreezeSurvivors]:
+    gc.collect()
+    gc.unfreeze()
+    hook = FreezeSurvivors()
+    hook.install()
+    try:
+        yield hook
+    finally:
+        hook.uninstall()
+        gc.unfreeze()
+
+
+def test_survivors_of_a_full_collection_are_frozen(policy: FreezeSurvivors) -> None:
+    kept = [FakeNode() for _ in range(1_000)]
+    gc.collect()
+    assert gc.get_freeze_count() >= len(kept)
+    assert not policy.thawed
+
+
+def test_frozen_garbage_is_freed_once_the_frozen_heap_doubles(policy: FreezeSurvivors) -> None:
+    gc.collect()  # freezes what the test process holds
+    policy.walked = gc.get_freeze_count()
+    doomed = FakeNode()
+    gone = weakref.ref(doomed)
+    gc.collect()
+    del doomed
+    gc.collect()
+    assert gone() is not None  # frozen: in a cycle, out of the collector's sight
+    growth = [FakeNode() for _ in range(2 * policy.walked + 1_000)]
+    gc.collect()  # the frozen heap has doubled: everything is thawed
+    assert policy.thawed
+    assert gc.get_freeze_count() == 0
+    gc.collect()  # this one walks everything, then freezes the survivors again
+    assert gone() is None
+    assert not policy.thawed and policy.full_walks == 1
+    assert policy.walked >= len(growth)
