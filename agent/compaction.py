@@ -68,6 +68,7 @@ SUMMARY_REQUEST = (
 TOOL_RESULT_CHARS = 2_000  # of each tool result shown to the summarizer
 SUMMARY_INPUT_SHARE = 0.6  # of the window the summarizer's input may take
 CHARS_PER_TOKEN = 4  # to turn token budgets into character budgets, roughly
+KEPT_SHARE = 0.25  # of the window the newest exchange may take and still be kept whole
 CUT_TOOL_OUTPUT = "loopdeck:cut_tool_output"  # session.truncation's performedBy for a cut result
 
 
@@ -196,7 +197,7 @@ class ContextKeeper:
         """Start a compaction in the background; False if there is nothing to compact."""
         if self.compacting:
             return True
-        upto = self.host.history.compactable_prefix()
+        upto = self.cut_point()
         if upto == 0:
             return False
         usage = usage or self.measure()
@@ -217,6 +218,29 @@ class ContextKeeper:
         )
         return True
 
+    def cut_point(self) -> int:
+        """How many leading messages the summary replaces. The newest exchange stays
+        word for word — from the last user message (the prompt being answered), or,
+        when that is far back (a long autopilot run), from the last assistant message
+        and its tool results — as long as it takes at most :data:`KEPT_SHARE` of the
+        window."""
+        history = self.host.history
+        messages = history.messages
+        limit = history.compactable_prefix()
+        first = history.summary_count()
+        budget = self.limits.window * KEPT_SHARE
+        for role in ("user", "assistant"):
+            start = next(
+                (i for i in range(limit - 1, first - 1, -1) if messages[i].get("role") == role),
+                None,
+            )
+            if start is None or start <= first:
+                continue
+            kept = sum(self.meter.message_tokens(m) for m in messages[start:limit])
+            if kept * self.meter.ratio <= budget:
+                return start
+        return limit
+
     async def compact_now(self, focus: str | None = None) -> SessionCompactionCompleteData | None:
         """``/compact`` and the SDK's ``session.history.compact``: compact now and wait.
         Returns the outcome (``success``: a summary now stands in for the older
@@ -224,7 +248,7 @@ class ContextKeeper:
         if self.compacting:
             assert self._task is not None
             return await asyncio.shield(self._task)
-        upto = self.host.history.compactable_prefix()
+        upto = self.cut_point()
         if upto == 0:
             return None
         self._focus = focus

@@ -323,33 +323,54 @@ async def test_compact_now_summarises_on_request(tmp_path: Path) -> None:
     outcome = await session.context.compact_now(focus="the lexer")
     done = seen.of("session.compaction_complete")[-1].data
     assert outcome is done
-    assert done.success and done.trigger == "manual" and done.messages_removed == 2
+    # The newest exchange (the last reply) stays word for word; the rest is summarised.
+    assert done.success and done.trigger == "manual" and done.messages_removed == 1
     assert done.checkpoint_number == 1
     summary_call = model.seen_messages[model.call_indexes.index(COMPACTION_CALL)]
     assert "the lexer" in summary_call[-1]["content"]
     await session.send_and_wait("go on")
     sent = model.seen_messages[-1]
     assert sent[1]["content"].startswith(SUMMARY_PREFIX)
-    assert [m["content"] for m in sent[2:]] == ["go on"]
+    assert "the task: write a lexer" in sent[1]["content"]
+    assert [m["content"] for m in sent[2:]] == ["first answer", "go on"]
+    await session.close()
+
+
+async def test_a_prompt_that_does_not_fit_is_kept_and_the_rest_summarised(tmp_path: Path) -> None:
+    # The history alone is over the blocking threshold when the new prompt arrives:
+    # the summary must cover what came before, never the prompt being answered.
+    big = "y" * 30_000  # ~7,500 tokens: the window is full before the prompt
+    model = scripted([{"text": big}, {"text": "ok"}])
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("write a long text")
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("NEW PROMPT")
+    sent = model.seen_messages[-1]
+    assert sent[1]["content"].startswith(SUMMARY_PREFIX)
+    assert [m["content"] for m in sent[2:]] == ["NEW PROMPT"]
+    assert not any(big in str(m.get("content")) for m in sent)
+    assert [e.data.success for e in seen.of("session.compaction_complete")] == [True]
     await session.close()
 
 
 async def test_a_resumed_session_sends_the_summary_not_the_old_turns(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "home")
-    model = scripted([{"text": "answer one"}, {"text": "answer two"}])
+    model = scripted([{"text": "answer one"}, {"text": "answer two"}, {"text": "answer three"}])
     session, _ = await new_session(model, tmp_path, store=store)
     await session.send_and_wait("OLD QUESTION")
+    await session.send_and_wait("second question")
     await session.context.compact_now()
     await session.close()
 
-    again = scripted([{"text": "answer three"}])
+    again = scripted([{"text": "-"}, {"text": "-"}, {"text": "answer three"}])
     resumed = await Session.resume(store=store, session_id=session.id, model=again)
     await resumed.send_and_wait("new question")
     sent = again.seen_messages[-1]
     assert sent[1]["content"].startswith(SUMMARY_PREFIX)
-    assert not any(m.get("content") == "OLD QUESTION" for m in sent)
-    assert not any(m.get("content") == "answer one" for m in sent)
-    assert sent[-1]["content"] == "new question"
+    contents = [m.get("content") for m in sent]
+    assert "OLD QUESTION" not in contents and "answer one" not in contents
+    # The newest exchange before the compaction stays word for word.
+    assert contents[-3:] == ["second question", "answer two", "new question"]
     await resumed.close()
 
 

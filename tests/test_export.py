@@ -213,8 +213,8 @@ def test_export_of_a_copilot_session_shows_unknown_types_compactly() -> None:
     assert "- ✓ **bash** `wc -w README.md description=Count words` · 1.2s" in md
     assert "### Turn 2 · claude-sonnet-4.5 · 1.6s · 14 out\n\n`README.md` has" in md
     raw = [line for line in md.splitlines() if re.match(r"`[\w.]+` `\{", line)]
+    # session.usage_info is modelled (context use): not a row.
     assert [line.split("`")[1] for line in raw] == [
-        "session.usage_info",
         "assistant.intent",
         "tool.execution_progress",
         "future.thing",
@@ -233,8 +233,8 @@ def test_export_of_a_copilot_session_shows_unknown_types_compactly() -> None:
         '<details class="raw"><summary><code>future.thing</code></summary>'
         "<code>{&quot;widget&quot;: &quot;sprocket&quot;" in page
     )
-    assert page.count('<details class="raw">') == 4
-    assert tags(page).opened["details"] == 1 + 4 + 1  # the tool call, raw rows, the hook
+    assert page.count('<details class="raw">') == 3
+    assert tags(page).opened["details"] == 1 + 3 + 1  # the tool call, raw rows, the hook
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])

@@ -19,6 +19,10 @@ class FakeNode:
 
 @pytest.fixture
 def policy() -> Iterator[FreezeSurvivors]:
+    # An app test earlier in this process installed the app's own hook: set it aside.
+    others = [cb for cb in gc.callbacks if isinstance(cb, FreezeSurvivors)]
+    for cb in others:
+        gc.callbacks.remove(cb)
     gc.collect()
     gc.unfreeze()
     hook = FreezeSurvivors()
@@ -28,6 +32,7 @@ def policy() -> Iterator[FreezeSurvivors]:
     finally:
         hook.uninstall()
         gc.unfreeze()
+        gc.callbacks.extend(others)
 
 
 def test_survivors_of_a_full_collection_are_frozen(policy: FreezeSurvivors) -> None:

@@ -233,9 +233,7 @@ def test_exports_collapse_the_system_prompt_and_cut_it() -> None:
 
 
 def test_html_raw_rows_are_collapsed_and_cut() -> None:
-    t = fold(
-        events(("session.usage_info", {"tokenLimit": 1, "currentTokens": 1, "messagesLength": 1}))
-    )
+    t = fold(events(("assistant.intent", {"intent": "Exploring the code"})))
     t.apply(event_from_dict({"type": "future.thing", "data": {"blob": "x" * 5000}}))
     page = to_html(t)
     assert page.count('<details class="raw">') == 2

@@ -104,4 +104,7 @@ def test_show_system_prompt_in_plan_mode(
 ) -> None:
     code, out, _ = run(capsys, "--show-system-prompt", "--mode", "plan", "--model", "scripted:demo")
     assert code == 0
-    assert "# Mode: plan" in out and "You have: view, grep, glob, exit_plan_mode." in out
+    assert (
+        "# Mode: plan" in out
+        and "You have: view, grep, glob, exit_plan_mode, ask_user, update_todos." in out
+    )

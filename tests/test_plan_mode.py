@@ -59,7 +59,15 @@ async def test_plan_mode_offers_only_read_tools_and_refuses_a_write(tmp_path: Pa
     )
     session, rec = await new_session(model, tmp_path, mode="plan")
     await session.send_and_wait("add greet")
-    assert model.seen_tools[0] == ["view", "grep", "glob", "exit_plan_mode"]
+    # Reading, asking the user and keeping the checklist change nothing in the workspace.
+    assert model.seen_tools[0] == [
+        "view",
+        "grep",
+        "glob",
+        "ask_user",
+        "update_todos",
+        "exit_plan_mode",
+    ]
     results = _results(rec.events)
     for call_id in ("w", "s"):
         assert not results[call_id].success

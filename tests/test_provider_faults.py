@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agent.events import WARNING_OUTPUT_TRUNCATED
+from agent.history import SUMMARY_PREFIX
 from agent.models.litellm_import import import_litellm
 from app.cli import EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 from tests.fake_openai_server import (
@@ -196,9 +197,19 @@ def user_texts(request: RecordedRequest) -> list[str]:
 
 
 def assert_resumes(
-    capfd: pytest.CaptureFixture[str], server: FakeOpenAIServer, home: Path, session_id: str
+    capfd: pytest.CaptureFixture[str],
+    server: FakeOpenAIServer,
+    home: Path,
+    session_id: str,
+    *,
+    compacts: bool = False,
 ) -> Run:
-    """A second run on the same session, against a server that now answers well."""
+    """A second run on the same session, against a server that now answers well.
+
+    ``compacts``: the history no longer fits the model's window, so a summary is
+    asked for first and the reply's request starts from it."""
+    if compacts:
+        server.script(text("The user asked for a very long reply; it was given."))
     server.script(text("Resumed fine."))
     before = len(server.requests)
     run = run_cli(capfd, *prompt_args(server, "and now?"), "--resume", session_id)
@@ -210,9 +221,17 @@ def assert_resumes(
     this_run = run.events[len(types) - 1 - types[::-1].index("session.resume") :]
     assert "session.error" not in [e["type"] for e in this_run], this_run
     asked = server.requests[before:]
+    if compacts:
+        summary_call, asked = asked[0], asked[1:]
+        assert "<conversation>" in user_texts(summary_call)[-1]
+        done = [e["data"] for e in this_run if e["type"] == "session.compaction_complete"]
+        assert [d["success"] for d in done] == [True], done
+        assert user_texts(asked[0])[0].startswith(SUMMARY_PREFIX)
+        assert len(asked[0].body) < 100_000  # the huge reply stayed behind
+    else:
+        # The model sees the earlier prompt and the new one: the session continued.
+        assert user_texts(asked[0])[0] == PROMPT
     assert [r.behaviour.name for r in asked] == ["text"]  # one call, history accepted
-    # The model sees the earlier prompt and the new one: the session continued.
-    assert user_texts(asked[0])[0] == PROMPT
     assert user_texts(asked[0])[-1] == "and now?"
     assert run.of("assistant.message")[-1]["data"]["content"] == "Resumed fine."
     assert_log_parses_officially(home, session_id)
@@ -401,7 +420,9 @@ def test_fault(
     assert_key_nowhere(run, loopdeck_home, KEY)
     check_specifics(case, run, log, requests)
 
-    resumed = assert_resumes(capfd, server, loopdeck_home, session_id)
+    # A 2 MB reply (~500k tokens) no longer fits the model's (assumed 128k) window.
+    compacts = case.id == "reply_of_2_mb"
+    resumed = assert_resumes(capfd, server, loopdeck_home, session_id, compacts=compacts)
     assert_key_nowhere(resumed, loopdeck_home, KEY)
 
 

@@ -50,7 +50,6 @@ LOOPDECK_ID = "1d0c5e55-0000-4000-8000-000000000001"
 COPILOT_ID = "c0b1107e-5e55-4a1e-9d3c-7e57f1c5a001"
 # Types in the Copilot fixture that loopdeck keeps as raw blocks.
 COPILOT_RAW_TYPES = {
-    "session.usage_info",
     "assistant.intent",
     "tool.execution_progress",
     "future.thing",
@@ -169,7 +168,7 @@ async def test_instant_replay_of_a_copilot_session_keeps_unknown_types() -> None
         assert t.session_id == COPILOT_ID and t.model == "claude-sonnet-4.5"
         assert t.turns == 3 and t.tool_calls == 1
         # Nothing dropped: every top-level block has its view.
-        assert screen.timeline.mounted_blocks == len(t.items) == 12
+        assert screen.timeline.mounted_blocks == len(t.items) == 11
         raw = [view.block.type for view in screen.timeline.query(RawView)]
         assert sorted(raw) == sorted(COPILOT_RAW_TYPES)
         # The hook's start and end are one row; the truncation another.

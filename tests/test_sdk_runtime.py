@@ -862,7 +862,7 @@ async def test_history_compact_and_infinite_sessions_settings(shared: Runtime) -
     result = await within(
         session.rpc.history.compact(SessionHistoryCompactRequest(custom_instructions="tokens"))
     )
-    assert result.success and result.messages_removed == 2
+    assert result.success and result.messages_removed == 1  # the last reply stays
     assert result.summary_content is not None and "THE TASK: a lexer" in result.summary_content
     assert result.context_window is not None and result.context_window.token_limit > 0
     reply = await within(session.send_and_wait("go on", timeout=T))

@@ -175,7 +175,13 @@ async def test_ripgrep_lines_not_in_the_file_beneath_the_workspace_are_dropped(
         )
         for m in lines
     )
-    script.write_text(f"#!/bin/sh\ncat <<'EOF'\n{events}\nEOF\n")
+    # Both of grep's runs: the count per file, then the lines of the files shown.
+    counts = "sub/f.txt\\0002\\nsub/only-outside.txt\\0001\\n"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" --count "*) printf "{counts}"; exit 0;; esac\n'
+        f"cat <<'EOF'\n{events}\nEOF\n"
+    )
     script.chmod(0o755)
     registry = ToolRegistry([GrepTool(rg_path=str(script))])
     result = await execute(registry, "grep", {"pattern": "needle"}, ToolContext(cwd=ws))
