@@ -86,6 +86,7 @@ from agent.events import (
     UnknownData,
     UserMessageData,
 )
+from agent.subagents import Subagent, Subagents, is_subagent_event
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
 
@@ -145,12 +146,15 @@ class Transcript:
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
         self._compaction: NoticeBlock | None = None
         self._level_questions: set[str] = set()  # request ids of the permission-level question
+        self._subagents = Subagents()  # sub-agent runs: their events never reach the fold below
 
     # --- public API -----------------------------------------------------------------
 
     def apply(self, event: Event) -> list[Change]:
         """Fold one event in; return the blocks it added or updated."""
         self.events += 1
+        if is_subagent_event(event):
+            return dedupe(self._subagents.apply(event, self._subagent_card, self._tool_change))
         ts = parse_timestamp(event.timestamp)
         changes: list[Change]
         match event.data:
@@ -245,6 +249,8 @@ class Transcript:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:
                 changes = [self._raw(event.type, event.data, ts)]
+        if self._subagents.running:
+            changes += self._subagents.settle(self._tool_change)
         return dedupe(changes)
 
     def finish_replay(self) -> None:
@@ -258,6 +264,7 @@ class Transcript:
             or bool(self._open_tools)
             or (bool(self.items) and isinstance(self.items[-1], UserBlock))
         )
+        self._subagents.settle(self._tool_change)
 
     def final_text(self) -> str | None:
         """The answer of the latest send.
@@ -288,6 +295,14 @@ class Transcript:
 
     def get_tool(self, tool_call_id: str) -> ToolCallBlock | None:
         return self._tools.get(tool_call_id)
+
+    def get_subagent(self, agent_id: str) -> Subagent | None:
+        """A sub-agent run by its ``agentId`` or the id of the call that started it."""
+        return self._subagents.get(agent_id)
+
+    def _subagent_card(self, tool_call_id: str, name: str) -> tuple[ToolCallBlock, list[Change]]:
+        tool, _parent, changes = self._tool_for(tool_call_id, None, name)
+        return tool, changes
 
     # --- block bookkeeping ------------------------------------------------------------
 
