@@ -40,6 +40,8 @@ class History:
         self.open_calls: dict[str, str] = {}
 
     def apply(self, event: Event) -> None:
+        if event.agent_id is not None:
+            return  # a sub-agent's own conversation: the main one sees only its result
         match event.data:
             case UserMessageData(content=content):
                 self.messages.append({"role": "user", "content": content})

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from agent.blocks import Change, ToolCallBlock, UserBlock, parse_timestamp
+from agent.blocks import Change, ToolCallBlock, TurnStatus, UserBlock, parse_timestamp
 from agent.events import (
     Event,
     SubagentCompletedData,
@@ -233,7 +233,7 @@ class Subagents:
             self._running.remove(sub)
         # Whatever the run left open ends with it: a turn that was answering is done
         # when the run completed, cut short otherwise.
-        turn_status = "done" if status == "completed" else "aborted"
+        turn_status: TurnStatus = "done" if status == "completed" else "aborted"
         if status == "failed":
             turn_status = "error"
         sub.transcript._interrupt(ts, turn_status, recent=False)
