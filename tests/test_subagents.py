@@ -61,6 +61,8 @@ def test_the_real_logs_sub_agent_prompt_and_reply_stay_out_of_the_main_agent() -
     # The sub-agent's reply (turnId "0" of its own) does not land in main turn 1.
     assert all(ANSWER not in turn.text for turn in turns)
     assert turns[3].text == "done" and t.final_text() == "done"
+    # Turn 1's output count is its own (690), not the sub-agent's reply's (261).
+    assert [turn.output_tokens for turn in turns[:3]] == [690, 553, 624]
     assert not t.busy
 
 
