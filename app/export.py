@@ -26,6 +26,7 @@ from agent.blocks import (
 )
 from agent.store import read_events, with_unreadable_rows
 from agent.transcript import Transcript, fold
+from app.export_subagent import subagent_html, subagent_markdown, subagent_summary_html
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, summarize_arguments, tokens
 
 MAX_OUTPUT_LINES = 40  # in Markdown; HTML keeps the full output in a collapsed block
@@ -121,9 +122,10 @@ def _md_tool(tool: ToolCallBlock) -> list[str]:
     head = f"- {_GLYPH.get(tool.status, '?')} **{tool.name}** `{_args(tool)}`"
     if tool.duration is not None:
         head += f" · {duration(tool.duration)}"
+    run = subagent_markdown(tool, _md_tool, _turn_title)
     body = tool.detailed_content or tool.result or tool.error or ""
     if not body.strip():
-        return [head]
+        return [head, *run, ""] if run else [head]
     lines = body.rstrip().splitlines()
     if len(lines) > MAX_OUTPUT_LINES:
         lines = [*lines[:MAX_OUTPUT_LINES], f"… {len(lines) - MAX_OUTPUT_LINES} more lines"]
@@ -131,7 +133,7 @@ def _md_tool(tool: ToolCallBlock) -> list[str]:
     # Markdown file) cannot close this one.
     ticks = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(body)), default=0))
     fence = ticks + ("diff" if body.startswith(("---", "@@", "diff ")) else "")
-    return [head, "", "  " + fence, *("  " + line for line in lines), "  " + ticks, ""]
+    return [head, *run, "", "  " + fence, *("  " + line for line in lines), "  " + ticks, ""]
 
 
 def _args(tool: ToolCallBlock) -> str:
@@ -224,4 +226,8 @@ def _html_tool(tool: ToolCallBlock) -> str:
         f"<b>{esc(tool.name)}</b> {esc(_args(tool))}{took}"
     )
     body = tool.detailed_content or tool.result or tool.error or ""
-    return f"<details><summary>{summary}</summary><pre>{esc(body)}</pre></details>"
+    run = ""
+    if tool.subagent is not None:
+        summary += subagent_summary_html(tool.subagent)
+        run = subagent_html(tool, _html_tool, _turn_title)
+    return f"<details><summary>{summary}</summary>{run}<pre>{esc(body)}</pre></details>"
