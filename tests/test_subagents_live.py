@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from textual.app import App, ComposeResult
 
-from agent.events import Event
+from agent.events import Event, event_from_dict
 from agent.store import read_events, with_unreadable_rows
 from widgets.timeline import Timeline
 from widgets.tool_card import ToolCard
@@ -74,6 +74,33 @@ async def _watch(deferred: bool) -> None:
         assert "⤷ ✓ Explore Agent  completed · 2 turns · 1 tool call · 8.0s" in text
         assert "The config is loaded by `load_config` in app/settings.py." in text
         assert "… the run's 2 turns (enter to expand)" in text
+
+
+async def test_a_sub_agent_waiting_for_approval_says_so_on_its_collapsed_card() -> None:
+    stream = events()
+    grep_started = next(
+        n for n, e in enumerate(stream) if e.type == "tool.execution_start" and e.agent_id
+    )
+    asked = event_from_dict(
+        {
+            "type": "permission.requested",
+            "data": {
+                "requestId": "r1",
+                "permissionRequest": {"kind": "shell", "toolCallId": "call_grep_B"},
+            },
+            "agentId": "call_task_A",
+            "id": "p1",
+            "timestamp": stream[grep_started].timestamp,
+        }
+    )
+    app = TimelineApp(deferred=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        timeline = app.query_one(Timeline)
+        for event in [*stream[: grep_started + 1], asked]:
+            timeline.apply(event)
+        await pilot.pause()
+        (card,) = app.query(ToolCard)
+        assert "? grep: waiting for approval" in drawn(card)
 
 
 async def test_a_running_sub_agent_redraws_its_card_live() -> None:

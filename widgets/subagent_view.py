@@ -147,7 +147,10 @@ def _latest(sub: Subagent) -> str | None:
         if isinstance(item, TurnBlock):
             running = [tool for tool in item.tools if not tool.finished]
             if running:
-                return f"● {running[-1].name}"
+                tool = running[-1]
+                if tool.permission == "requested":
+                    return f"? {tool.name}: waiting for approval"
+                return f"● {tool.name}"
             if item.text.strip():
                 return one_line(item.text.strip().splitlines()[-1], 100)
     return None
