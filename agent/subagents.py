@@ -122,9 +122,6 @@ class Subagents:
         self._runs: dict[str, Subagent] = {}
         self._running: list[Subagent] = []
 
-    def __len__(self) -> int:
-        return len({id(run) for run in self._runs.values()})
-
     def get(self, agent_id: str) -> Subagent | None:
         return self._runs.get(agent_id)
 
