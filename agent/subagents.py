@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agent.blocks import Change, ToolCallBlock, TurnStatus, UserBlock, parse_timestamp
 from agent.events import (
+    AssistantTurnStartData,
     Event,
     SubagentCompletedData,
     SubagentFailedData,
@@ -58,6 +59,7 @@ class Subagent:
     status: SubagentStatus = "running"
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    last_at: datetime | None = None  # the run's latest event
     error: str | None = None
     total_tokens: int | None = None
     # What the run's end reported; the fold's own counts stand in when it did not.
@@ -155,9 +157,17 @@ class Subagents:
                 sub, changes = self._run(self._runs.get(agent_id), agent_id, card_for)
                 self._runs[agent_id] = sub
                 # The run's own fold; without the agentId it is a plain session there.
+                turns = sub.transcript.turns
                 sub.transcript.apply(event.model_copy(update={"agent_id": None}))
+                turn = sub.transcript.current_turn
+                implied = not isinstance(data, AssistantTurnStartData)
+                if implied and sub.transcript.turns > turns and turn is not None:
+                    # Copilot writes no turn_start for a sub-agent's model call: it
+                    # began after the run's previous event, not when its answer came.
+                    turn.started_at = sub.last_at or turn.started_at
                 if sub.started_at is None:
                     sub.started_at = ts
+        sub.last_at = ts or sub.last_at
         root = sub.root
         if root is not None and not changes:
             changes = [change_of(root)]

@@ -107,7 +107,7 @@ def test_html_keeps_each_run_closed_under_its_task_call_with_its_summary_shown()
     assert page.where("⤷ ✗ Task Agent — failed · 0 turns · 0 tool calls · 10ms") == [(1, True)]
     assert (1, False) in page.where(PROMPT)  # inside the closed call
     assert (1, False) in page.where(ANSWER) and (0, False) not in page.where(ANSWER)
-    assert page.where("Turn 1 · gpt-5-mini · 24ms · 261 out") == [(1, False)]
+    assert page.where("Turn 1 · gpt-5-mini · 5.5s · 261 out") == [(1, False)]
 
 
 def test_html_nests_a_runs_tool_calls_one_level_deeper() -> None:

@@ -90,9 +90,11 @@ def test_the_real_logs_runs_hang_on_the_task_calls_that_started_them() -> None:
     assert done.duration == 6.771 and done.total_tokens == 10637
     assert done.prompt is not None and done.prompt.startswith("You are a task subagent.")
     assert done.answer is not None and done.answer.startswith(ANSWER)
-    # Its turn is closed with the run, not left "working…".
+    # Its turn is closed with the run, not left "working…"; with no turn_start of its
+    # own, it runs from the prompt (15:38:49.267) to the run's end (15:38:54.816).
     (sub_turn,) = turns_of(done.transcript)
     assert sub_turn.status == "done"
+    assert sub_turn.duration is not None and round(sub_turn.duration, 3) == 5.549
 
 
 def test_every_line_with_an_agent_id_keeps_it_when_read_and_written_back() -> None:

@@ -130,6 +130,8 @@ def _run(sub: Subagent, card: CardRenderer) -> list[RenderableType]:
 
 def _turn_header(turn: TurnBlock) -> Text:
     parts = [turn.model or "", duration(turn.duration)]
+    if turn.output_tokens:
+        parts.append(f"{tokens(turn.output_tokens)} out")
     if turn.status in ("aborted", "error"):
         parts.append(turn.status)
     elif turn.status == "running":
