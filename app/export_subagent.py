@@ -26,7 +26,7 @@ from agent.blocks import (
     UserBlock,
 )
 from agent.subagents import Subagent
-from widgets.subagent_view import plural, summary_parts
+from widgets.subagent_view import asked_only, plural, summary_parts
 
 ToolLines = Callable[[ToolCallBlock], list[str]]
 ToolHtml = Callable[[ToolCallBlock], str]
@@ -64,7 +64,9 @@ def subagent_markdown(
     error = _error(tool, sub)
     if error:
         lines += ["", f"**Error:** {error}"]
-    run = _md_run(sub, tool_lines, turn_title)
+    asked = asked_only(tool, sub)
+    run = [f"**Prompt:** {asked.strip()}", ""] if asked else []
+    run += _md_run(sub, tool_lines, turn_title)
     if run:
         lines += ["", f"<details><summary>{html.escape(_what(sub))}</summary>", "", *run]
         lines += ["", "</details>"]
@@ -126,6 +128,9 @@ def subagent_html(tool: ToolCallBlock, tool_html: ToolHtml, turn_title: TurnTitl
     error = _error(tool, sub)
     if error:
         parts.append(f'<p class="fail"><b>Error:</b> {esc(error)}</p>')
+    asked = asked_only(tool, sub)
+    if asked:
+        parts.append(f'<div class="user"><b>Prompt</b><br>{esc(asked)}</div>')
     for item in sub.transcript.items:
         match item:
             case UserBlock():

@@ -33,7 +33,14 @@ def test_markdown_puts_each_run_under_its_task_call_collapsed() -> None:
 
     assert md.count("## User") == 1  # the run's prompt is not the user's
     turns = sections(md)
-    assert ANSWER not in turns["Turn 1"] and PROMPT not in turns["Turn 1"]
+    assert ANSWER not in turns["Turn 1"]
+    # The failed run never began: its prompt is the one the call asked for, closed.
+    first = turns["Turn 1"]
+    assert (
+        first.index("<details><summary>the run: 0 turns, 0 tool calls</summary>")
+        < first.index(f"  **Prompt:** {PROMPT}")
+        < first.index("</details>")
+    )
     # The failed run: its summary, and the error once (the call's output says it).
     assert (
         "  ⤷ ✗ **Task Agent** — failed · 0 turns · 0 tool calls · 10ms · gpt-5-mini"
@@ -101,7 +108,8 @@ def test_html_keeps_each_run_closed_under_its_task_call_with_its_summary_shown()
     page = Outline()
     page.feed(export_session(REAL, "html"))
 
-    assert page.user_divs == [0, 1]  # the user's message; the run's prompt, in a <details>
+    # The user's message; each run's prompt, inside its closed call.
+    assert page.user_divs == [0, 1, 1]
     # The summary is on the closed call's <summary> line; the run is inside it.
     assert page.where("⤷ ✓ Task Agent — completed · 1 turn · 0 tool calls · 6.8s") == [(1, True)]
     assert page.where("⤷ ✗ Task Agent — failed · 0 turns · 0 tool calls · 10ms") == [(1, True)]

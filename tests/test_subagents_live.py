@@ -15,8 +15,9 @@ from textual.app import App, ComposeResult
 
 from agent.events import Event, event_from_dict
 from agent.store import read_events, with_unreadable_rows
+from agent.transcript import fold
 from widgets.timeline import Timeline
-from widgets.tool_card import ToolCard
+from widgets.tool_card import ToolCard, card_renderable
 from widgets.turn_view import TurnView
 
 TOOLS = Path(__file__).resolve().parent / "fixtures" / "subagent-tools" / "events.jsonl"
@@ -109,3 +110,18 @@ async def test_a_running_sub_agent_redraws_its_card_live() -> None:
 
 async def test_a_running_sub_agent_redraws_its_card_in_a_deferred_timeline() -> None:
     await _watch(deferred=True)
+
+
+def test_a_run_that_failed_before_it_began_opens_on_the_prompt_it_was_given() -> None:
+    real = TOOLS.parent.parent / "copilot-real" / "irrlicht-foreground-subagent" / "events.jsonl"
+    t = fold(with_unreadable_rows(read_events(real)), replay=True)
+    failed = t.get_tool("call_ZaF4lN5Ge6Jmm9hylom7groZ")
+    assert failed is not None and failed.subagent is not None
+    console = Console(width=110, record=True, file=io.StringIO(), color_system=None)
+    console.print(card_renderable(failed, expanded=False))
+    collapsed = console.export_text()
+    console.print(card_renderable(failed, expanded=True))
+    opened = console.export_text()
+    assert "✗ task  Write two-sentence JSONL explanation" in collapsed
+    assert "… the run's prompt (enter to expand)" in collapsed
+    assert "prompt: You are a task subagent." in opened and "prompt:" not in collapsed

@@ -17,11 +17,12 @@ _KEY_ARGUMENT = {
     "edit": "path",
     "bash": "command",
     "task_complete": "summary",
+    "task": "description",  # a sub-agent's run: its prompt is shown with the run
 }
 
 
 # Tools whose other arguments are shown better elsewhere (the diff, the file).
-_KEY_ONLY = frozenset({"create", "edit", "task_complete"})
+_KEY_ONLY = frozenset({"create", "edit", "task_complete", "task"})
 
 
 def duration(seconds: float | None) -> str:

@@ -73,6 +73,15 @@ def answer_of(block: ToolCallBlock, sub: Subagent) -> str | None:
     return block.result or sub.answer
 
 
+def asked_only(block: ToolCallBlock, sub: Subagent) -> str | None:
+    """The prompt the call asked for when the run has none of its own to show (it
+    failed before it began): the call's ``prompt`` argument."""
+    if sub.prompt is not None or not isinstance(block.arguments, dict):
+        return None
+    prompt = block.arguments.get("prompt")
+    return prompt if isinstance(prompt, str) and prompt.strip() else None
+
+
 def subagent_parts(
     block: ToolCallBlock, sub: Subagent, *, expanded: bool, card: CardRenderer
 ) -> list[RenderableType]:
@@ -80,6 +89,10 @@ def subagent_parts(
     the run (expanded)."""
     parts: list[RenderableType] = [_indented(summary_text(sub))]
     if expanded:
+        asked = asked_only(block, sub)
+        if asked:
+            prompt = Text.assemble(("prompt: ", "bold"), (asked, "italic"))
+            parts.append(_indented(prompt, 4))
         parts += [_indented(part, 4) for part in _run(sub, card)]
         outcome = answer_of(block, sub)
         if outcome and sub.status == "failed":
@@ -94,8 +107,9 @@ def subagent_parts(
     outcome = answer_of(block, sub)
     for line in preview(outcome, _ANSWER_LINES, 400 if failed else 100):
         parts.append(_indented(Text(line, style="" if failed else "dim"), 4))
-    if sub.transcript.items:
-        hint = f"… the run's {plural(sub.turns, 'turn')} (enter to expand)"
+    if sub.transcript.items or asked_only(block, sub):
+        what = plural(sub.turns, "turn") if sub.turns else "prompt"
+        hint = f"… the run's {what} (enter to expand)"
         parts.append(_indented(Text(hint, style="dim italic"), 4))
     return parts
 
