@@ -412,6 +412,21 @@ class SubagentFailedData(EventData):
     duration_ms: float | None = None
 
 
+class SubagentSelectedData(EventData):
+    """The user picked a custom agent: the session's agent from now on."""
+
+    TYPE = "subagent.selected"
+    agent_name: str
+    agent_display_name: str
+    tools: list[str] | None = None
+
+
+class SubagentDeselectedData(EventData):
+    """Back to the default agent."""
+
+    TYPE = "subagent.deselected"
+
+
 class UnknownData(EventData):
     """Data of an event type loopdeck does not know: kept verbatim, shown raw."""
 
@@ -463,6 +478,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SubagentStartedData,
         SubagentCompletedData,
         SubagentFailedData,
+        SubagentSelectedData,
+        SubagentDeselectedData,
     )
 }
 

@@ -28,7 +28,9 @@ from agent.events import (
     AssistantTurnStartData,
     Event,
     SubagentCompletedData,
+    SubagentDeselectedData,
     SubagentFailedData,
+    SubagentSelectedData,
     SubagentStartedData,
 )
 
@@ -44,6 +46,14 @@ _FRAMES = (SubagentStartedData, SubagentCompletedData, SubagentFailedData)
 def is_subagent_event(event: Event) -> bool:
     """Whether ``event`` belongs to a sub-agent's run rather than the main agent."""
     return event.agent_id is not None or isinstance(event.data, _FRAMES)
+
+
+def selection_message(data: SubagentSelectedData | SubagentDeselectedData) -> str:
+    """The notice for a custom agent picked (or dropped) as the session's agent."""
+    if isinstance(data, SubagentDeselectedData):
+        return "agent: back to the default agent"
+    tools = f" ({len(data.tools)} tools)" if data.tools is not None else ""
+    return f"agent: {data.agent_display_name} selected{tools}"
 
 
 @dataclass(slots=True, eq=False)

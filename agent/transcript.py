@@ -80,13 +80,15 @@ from agent.events import (
     SessionTaskCompleteData,
     SessionUsageCheckpointData,
     SessionWarningData,
+    SubagentDeselectedData,
+    SubagentSelectedData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
     ToolExecutionStartData,
     UnknownData,
     UserMessageData,
 )
-from agent.subagents import Subagent, Subagents, is_subagent_event
+from agent.subagents import Subagent, Subagents, is_subagent_event, selection_message
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
 
@@ -245,6 +247,12 @@ class Transcript:
                 changes = [self._add(notice)]
             case SessionShutdownData() as d:
                 changes = self._shutdown(d, ts)
+            case SubagentSelectedData() | SubagentDeselectedData() as d:
+                message = selection_message(d)
+                notice = NoticeBlock(
+                    self._new_id(), "info", message, subtype=event.type, timestamp=ts
+                )
+                changes = [self._add(notice)]
             case UnknownData() as d:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:

@@ -13,7 +13,7 @@ from typing import Any
 
 from copilot.generated.session_events import session_event_from_dict
 
-from agent.blocks import ToolCallBlock, TurnBlock, UserBlock
+from agent.blocks import NoticeBlock, ToolCallBlock, TurnBlock, UserBlock
 from agent.events import AbortData, Event, event_from_dict, event_from_json
 from agent.history import History
 from agent.replay import EventIndex
@@ -270,3 +270,30 @@ def test_the_session_summary_counts_only_the_main_agent() -> None:
 def test_an_agent_id_of_the_wrong_type_reads_as_none() -> None:
     line = '{"type":"user.message","data":{"content":"hi"},"id":"x","timestamp":"","agentId":7}'
     assert event_from_json(line).agent_id is None
+
+
+def test_a_custom_agent_picked_and_dropped_is_a_notice_not_a_raw_row() -> None:
+    raw: list[dict[str, Any]] = [
+        {
+            "type": "subagent.selected",
+            "data": {
+                "agentName": "reviewer",
+                "agentDisplayName": "Code Reviewer",
+                "tools": ["view", "grep"],
+            },
+        },
+        {"type": "subagent.deselected", "data": {}},
+    ]
+    t = Transcript()
+    for n, obj in enumerate(raw):
+        obj |= {
+            "id": f"5b5b0000-0000-4000-8000-00000000010{n}",
+            "timestamp": f"2026-08-05T15:00:0{n}.000Z",
+            "parentId": None,
+        }
+        session_event_from_dict(obj)  # the SDK's own shapes
+        t.apply(event_from_dict(obj))
+    assert [(type(item), getattr(item, "message", None)) for item in t.items] == [
+        (NoticeBlock, "agent: Code Reviewer selected (2 tools)"),
+        (NoticeBlock, "agent: back to the default agent"),
+    ]
