@@ -17,6 +17,9 @@ announced get a block on the current turn (or a detached one at the top level),
 assistant output outside a turn opens an implied turn, and event types loopdeck
 does not know are kept as :class:`RawBlock`.
 
+A sub-agent's events (those carrying ``agentId``) never reach this fold: they go to
+the run's own transcript, hung on the tool call that started it (agent/subagents.py).
+
 Pure Python: no UI imports.
 """
 
