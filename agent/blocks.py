@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agent.events import Mode, PlanAction
 from agent.turn_speed import SpeedMeter
+
+if TYPE_CHECKING:
+    from agent.subagents import Subagent
 
 TurnStatus = Literal["running", "done", "aborted", "error"]
 ToolStatus = Literal["pending", "running", "success", "failure", "interrupted"]
@@ -166,6 +169,7 @@ class ToolCallBlock:
     error: str | None = None
     permission: str | None = None  # "requested", then the result kind ("approved"...)
     turn_number: int | None = None  # the owning turn; None for a detached call
+    subagent: Subagent | None = None  # the sub-agent this call ran (agent/subagents.py)
 
     @property
     def duration(self) -> float | None:

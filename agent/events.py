@@ -524,6 +524,60 @@ class ExitPlanModeCompletedData(EventData):
     auto_approve_edits: bool | None = None
 
 
+# --- sub-agents ------------------------------------------------------------------
+#
+# A sub-agent runs inside a tool call (Copilot's ``task``): its own events carry the
+# envelope's ``agentId`` (see agent/subagents.py), these three frame its run.
+
+
+class SubagentStartedData(EventData):
+    TYPE = "subagent.started"
+    tool_call_id: str
+    agent_name: str
+    agent_display_name: str
+    agent_description: str = ""
+    model: str | None = None
+
+
+class SubagentCompletedData(EventData):
+    TYPE = "subagent.completed"
+    tool_call_id: str
+    agent_name: str
+    agent_display_name: str
+    model: str | None = None
+    total_tool_calls: int | None = None
+    total_tokens: int | None = None
+    duration_ms: float | None = None
+    cancelled: bool | None = None
+
+
+class SubagentFailedData(EventData):
+    TYPE = "subagent.failed"
+    tool_call_id: str
+    agent_name: str
+    agent_display_name: str
+    error: str
+    model: str | None = None
+    total_tool_calls: int | None = None
+    total_tokens: int | None = None
+    duration_ms: float | None = None
+
+
+class SubagentSelectedData(EventData):
+    """The user picked a custom agent: the session's agent from now on."""
+
+    TYPE = "subagent.selected"
+    agent_name: str
+    agent_display_name: str
+    tools: list[str] | None = None
+
+
+class SubagentDeselectedData(EventData):
+    """Back to the default agent."""
+
+    TYPE = "subagent.deselected"
+
+
 class UnknownData(EventData):
     """Data of an event type loopdeck does not know: kept verbatim, shown raw."""
 
@@ -582,6 +636,11 @@ DATA_TYPES: dict[str, type[EventData]] = {
         UserInputRequestedData,
         UserInputCompletedData,
         SessionTodosChangedData,
+        SubagentStartedData,
+        SubagentCompletedData,
+        SubagentFailedData,
+        SubagentSelectedData,
+        SubagentDeselectedData,
     )
 }
 
@@ -646,6 +705,8 @@ class Event(BaseModel):
     timestamp: str
     parent_id: str | None = None
     ephemeral: bool = False
+    # Set on the events of a sub-agent: the id of the run (its tool call's id).
+    agent_id: str | None = None
 
     @classmethod
     def new(cls, data: EventData, parent_id: str | None) -> Event:
@@ -669,6 +730,8 @@ class Event(BaseModel):
         }
         if self.ephemeral:
             out["ephemeral"] = True
+        if self.agent_id is not None:
+            out["agentId"] = self.agent_id
         return out
 
     def to_json(self) -> str:
@@ -733,6 +796,7 @@ def event_from_dict(obj: Any) -> Event:
         except ValidationError:
             data = UnknownData(raw=raw_data)
     event_id, stamp, parent = obj.get("id"), obj.get("timestamp"), obj.get("parentId")
+    agent = obj.get("agentId")
     return Event(
         type=etype,
         data=data,
@@ -740,6 +804,7 @@ def event_from_dict(obj: Any) -> Event:
         timestamp=stamp if isinstance(stamp, str) else "",
         parent_id=parent if isinstance(parent, str) else None,
         ephemeral=obj.get("ephemeral") is True,
+        agent_id=agent if isinstance(agent, str) and agent else None,
     )
 
 

@@ -63,6 +63,8 @@ class History:
         self.newly_cut: list[tuple[int, int]] = []  # (length, cap) of results cut since read
 
     def apply(self, event: Event) -> None:
+        if event.agent_id is not None:
+            return  # a sub-agent's own conversation: the main one sees only its result
         match event.data:
             case UserMessageData(content=content):
                 self.messages.append({"role": "user", "content": content})

@@ -74,7 +74,8 @@ class EventIndex:
             etype = _TYPE_NAMES.get(name) or _type_name(name)
         else:
             etype = "?"
-        if etype == "assistant.turn_start":
+        # A sub-agent's turn (its line carries an agentId) is not a turn of the session.
+        if etype == "assistant.turn_start" and b'"agentId"' not in raw:
             self.turn_starts.append(len(self.offsets))
         self.offsets.append(offset)
         self.types.append(etype)

@@ -554,6 +554,8 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
     checkpointed = False
     message_tokens = 0  # what a log without usage checkpoints says (as replay shows it)
     for event in events:
+        if event.agent_id is not None:
+            continue  # a sub-agent's run: its prompt, turns and calls are not the session's
         match event.data:
             case SessionStartData(start_time=started, context=ctx, selected_model=model):
                 if open_turn:  # a second session in one file: the first one's turn is over

@@ -17,6 +17,9 @@ announced get a block on the current turn (or a detached one at the top level),
 assistant output outside a turn opens an implied turn, and event types loopdeck
 does not know are kept as :class:`RawBlock`.
 
+A sub-agent's events (those carrying ``agentId``) never reach this fold: they go to
+the run's own transcript, hung on the tool call that started it (agent/subagents.py).
+
 Pure Python: no UI imports.
 """
 
@@ -89,6 +92,8 @@ from agent.events import (
     SessionUsageCheckpointData,
     SessionUsageInfoData,
     SessionWarningData,
+    SubagentDeselectedData,
+    SubagentSelectedData,
     SystemMessageData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
@@ -101,6 +106,7 @@ from agent.events import (
 )
 from agent.info_rows import INFO_TYPES, InfoRows, usage_body, usage_summary
 from agent.sent_text import sent_text
+from agent.subagents import Subagent, Subagents, is_subagent_event, selection_message
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
 from agent.user_shell import UserShell
@@ -179,12 +185,15 @@ class Transcript:
         # The model's checklist (None until a list is known), and its questions by request id.
         self.todos = todos.TodoFold()
         self._questions: dict[str, UserInputRequestedData] = {}
+        self._subagents = Subagents()  # sub-agent runs: their events never reach the fold below
 
     # --- public API -----------------------------------------------------------------
 
     def apply(self, event: Event) -> list[Change]:
         """Fold one event in; return the blocks it added or updated."""
         self.events += 1
+        if is_subagent_event(event):
+            return dedupe(self._subagents.apply(event, self._subagent_card, self._tool_change))
         ts = parse_timestamp(event.timestamp)
         changes: list[Change]
         match event.data:
@@ -304,12 +313,20 @@ class Transcript:
                 changes = self._plan_requested(d, ts)
             case ExitPlanModeCompletedData() as d:
                 changes = self._plan_completed(event, d, ts)
+            case SubagentSelectedData() | SubagentDeselectedData() as d:
+                message = selection_message(d)
+                notice = NoticeBlock(
+                    self._new_id(), "info", message, subtype=event.type, timestamp=ts
+                )
+                changes = [self._add(notice)]
             case UnknownData() as d if event.type in INFO_TYPES:
                 changes = self._info(event.type, d.raw, ts)
             case UnknownData() as d:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:
                 changes = [self._raw(event.type, event.data, ts)]
+        if self._subagents.running:
+            changes += self._subagents.settle(self._tool_change)
         return dedupe(changes)
 
     def finish_replay(self, *, finished: bool = False) -> list[Change]:
@@ -323,6 +340,7 @@ class Transcript:
         """
         if finished:
             changes = self._close_open(None)
+            changes += self._subagents.settle(self._tool_change)  # runs inside closed cards
             self.busy = False
             return changes
         self.busy = (
@@ -331,7 +349,7 @@ class Transcript:
             or self._shell.running
             or (bool(self.items) and isinstance(self.items[-1], UserBlock))
         )
-        return []
+        return self._subagents.settle(self._tool_change)
 
     def final_text(self) -> str | None:
         """The answer of the latest send.
@@ -371,6 +389,14 @@ class Transcript:
 
     def get_tool(self, tool_call_id: str) -> ToolCallBlock | None:
         return self._tools.get(tool_call_id)
+
+    def get_subagent(self, agent_id: str) -> Subagent | None:
+        """A sub-agent run by its ``agentId`` or the id of the call that started it."""
+        return self._subagents.get(agent_id)
+
+    def _subagent_card(self, tool_call_id: str, name: str) -> tuple[ToolCallBlock, list[Change]]:
+        tool, _parent, changes = self._tool_for(tool_call_id, None, name)
+        return tool, changes
 
     # --- block bookkeeping ------------------------------------------------------------
 

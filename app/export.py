@@ -32,6 +32,7 @@ from agent.session_lock import in_use_by
 from agent.store import read_events, with_unreadable_rows
 from agent.transcript import Transcript, fold
 from app.export_shell import html_shell, md_shell
+from app.export_subagent import subagent_html, subagent_markdown, subagent_summary_html
 from widgets.format import (
     LIMIT_CUT_MARK,
     abort_reason,
@@ -201,16 +202,17 @@ def _md_tool(tool: ToolCallBlock) -> list[str]:
     head = f"- {_GLYPH.get(tool.status, '?')} **{tool.name}** `{_args(tool)}`"
     if tool.duration is not None:
         head += f" · {duration(tool.duration)}"
+    run = subagent_markdown(tool, _md_tool, _turn_title)
     body = tool.detailed_content or tool.result or tool.error or ""
     if not body.strip():
-        return [head]
+        return [head, *run, ""] if run else [head]
     diff = diff_body(body)
     lines = (diff or body).rstrip().splitlines()
     if len(lines) > MAX_OUTPUT_LINES:
         lines = [*lines[:MAX_OUTPUT_LINES], f"… {len(lines) - MAX_OUTPUT_LINES} more lines"]
     ticks = _fence_for(body)
     fence = ticks + ("diff" if diff else "")
-    return [head, "", "  " + fence, *("  " + line for line in lines), "  " + ticks, ""]
+    return [head, *run, "", "  " + fence, *("  " + line for line in lines), "  " + ticks, ""]
 
 
 def _args(tool: ToolCallBlock) -> str:
@@ -330,11 +332,17 @@ def _html_tool(tool: ToolCallBlock) -> str:
         f"<b>{esc(tool.name)}</b> {esc(_args(tool))}{took}"
     )
     body = tool.detailed_content or tool.result or tool.error or ""
+    run = ""
+    if tool.subagent is not None:
+        summary += subagent_summary_html(tool.subagent)
+        run = subagent_html(tool, _html_tool, _turn_title)
     diff = diff_body(body)
     if diff:
         shown = _diff_html(diff)
-        return f'<details><summary>{summary}</summary><pre class="diff">{shown}</pre></details>'
-    return f"<details><summary>{summary}</summary><pre>{esc(body)}</pre></details>"
+        return (
+            f'<details><summary>{summary}</summary>{run}<pre class="diff">{shown}</pre></details>'
+        )
+    return f"<details><summary>{summary}</summary>{run}<pre>{esc(body)}</pre></details>"
 
 
 def _diff_html(diff: str) -> str:

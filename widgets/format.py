@@ -34,11 +34,12 @@ _KEY_ARGUMENT = {
     "bash": "command",
     "task_complete": "summary",
     "ask_user": "question",
+    "task": "description",  # a sub-agent's run: its prompt is shown with the run
 }
 
 
 # Tools whose other arguments are shown better elsewhere (the diff, the file).
-_KEY_ONLY = frozenset({"create", "edit", "task_complete", "ask_user"})
+_KEY_ONLY = frozenset({"create", "edit", "task_complete", "ask_user", "task"})
 
 
 def duration(seconds: float | None) -> str:

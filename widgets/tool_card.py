@@ -13,6 +13,7 @@ from textual.widgets import Static
 from agent.blocks import ToolCallBlock
 from widgets.format import diff_body, duration, preview, summarize_arguments
 from widgets.lazy_rich import highlighted
+from widgets.subagent_view import subagent_parts
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _GLYPH = {
@@ -70,7 +71,8 @@ class ToolCard(Static, can_focus=True):
         self.update(self._render_card(), layout=False)
 
     def action_toggle_output(self) -> None:
-        if self.block.finished:
+        # A sub-agent's run can be opened while it runs, to watch it.
+        if self.block.finished or self.block.subagent is not None:
             self.expanded = not self.expanded
             self.update(self._render_card())
 
@@ -99,6 +101,10 @@ def card_renderable(block: ToolCallBlock, *, expanded: bool, frame: int = 0) -> 
     note = _PERMISSION_NOTE.get(block.permission or "")
     if note:
         head.append(f"  {note}", style="italic")
+    sub = block.subagent
+    if sub is not None:
+        parts = subagent_parts(block, sub, expanded=expanded, card=card_renderable)
+        return Group(head, *parts)
     if block.status == "running":
         if block.permission == "requested":
             return Group(head, Text("  ? waiting for your approval", style="bold"))
