@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from agent import permission_level
+from agent import permission_level, stream_fold
 from agent.blocks import (
     UNKNOWN_TOOL,
     AbortBlock,
@@ -86,6 +86,7 @@ from agent.events import (
     UnknownData,
     UserMessageData,
 )
+from agent.stream_fold import StreamState
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
 
@@ -145,6 +146,7 @@ class Transcript:
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
         self._compaction: NoticeBlock | None = None
         self._level_questions: set[str] = set()  # request ids of the permission-level question
+        self.stream = StreamState()  # what Copilot's streaming events left (agent/stream_fold.py)
 
     # --- public API -----------------------------------------------------------------
 
@@ -241,6 +243,8 @@ class Transcript:
                 changes = [self._add(notice)]
             case SessionShutdownData() as d:
                 changes = self._shutdown(d, ts)
+            case _ if stream_fold.handles(event):
+                changes = stream_fold.fold(self, event, ts)
             case UnknownData() as d:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:
@@ -515,7 +519,8 @@ class Transcript:
     def _message_start(self, d: AssistantMessageStartData, ts: datetime | None) -> list[Change]:
         turn, changes = self._turn_for(None, ts, self._turns_by_message, d.message_id)
         self._turns_by_message[d.message_id] = turn
-        turn.speed.attempt(ts)
+        if not self.stream.timed(turn):  # else the model call started the clock already
+            turn.speed.attempt(ts)
         return changes
 
     def _message_delta(self, d: AssistantMessageDeltaData, ts: datetime | None) -> list[Change]:
@@ -600,6 +605,8 @@ class Transcript:
         """The session's cumulative usage: what grew since the last checkpoint is the
         turn's that made the call (superseding assistant.usage, which replay lacks);
         before any turn (a replay window's seed) it only sets the session's totals."""
+        if not d.provider_model_metrics:
+            return []  # no usage per model (Copilot's -p runs): nothing to count
         now = totals_of(d)
         # Totals only grow; a smaller one starts a new series (e.g. another writer).
         base = self._checkpointed if now.covers(self._checkpointed) else UsageTotals()
