@@ -187,10 +187,19 @@ def _failure_reason(d: ModelCallFailureData) -> str:
     return ": ".join(p for p in (status, words) if p) or "model call failed"
 
 
-def _result(t: Transcript, event: Event, d: UnknownData, ts: datetime | None) -> list[Change]:
+def run_result_of(event: Event) -> RunResult | None:
+    """The ``result`` line's figures, if ``event`` is that line (and they read)."""
+    if event.type != RESULT_TYPE or not isinstance(event.data, UnknownData):
+        return None
     try:
-        run = RunResult.model_validate(d.raw)
+        return RunResult.model_validate(event.data.raw)
     except ValidationError:
+        return None
+
+
+def _result(t: Transcript, event: Event, d: UnknownData, ts: datetime | None) -> list[Change]:
+    run = run_result_of(event)
+    if run is None:
         return [t._raw(event.type, d, ts)]
     t.stream.result = run
     if run.session_id and not t.session_id:
@@ -207,22 +216,37 @@ def run_summary(run: RunResult) -> str:
     """One line: how the run ended, how long it took, what it used and changed."""
     head = "run ended" if run.exit_code is None else f"run ended (exit {run.exit_code})"
     parts = [head]
+    for name, value in run_facts(run)[1:]:
+        if name == "Premium requests":
+            value += " premium request" + ("" if value == "1" else "s")
+        parts.append(value)
+    return " · ".join(parts)
+
+
+def run_facts(run: RunResult | None) -> list[tuple[str, str]]:
+    """The run's figures as (name, value) pairs, its exit code first (for an
+    export's header, and the row that ends the run)."""
+    if run is None:
+        return []
+    facts = [("Exit code", "?" if run.exit_code is None else str(run.exit_code))]
     usage = run.usage or RunUsage()
     if usage.session_duration_ms is not None:
         took = _seconds(usage.session_duration_ms)
         if usage.total_api_duration_ms is not None:
             took += f" ({_seconds(usage.total_api_duration_ms)} in model calls)"
-        parts.append(took)
+        facts.append(("Run time", took))
     if usage.premium_requests is not None:
-        count = f"{usage.premium_requests:g}"
-        parts.append(f"{count} premium request{'' if count == '1' else 's'}")
+        facts.append(("Premium requests", f"{usage.premium_requests:g}"))
     changed = usage.code_changes
     if changed is not None and changed.files_modified:
-        parts.append(
-            f"{len(changed.files_modified)} file(s) changed,"
-            f" +{changed.lines_added} -{changed.lines_removed}"
+        count = len(changed.files_modified)
+        facts.append(
+            (
+                "Code changes",
+                f"{count} file(s) changed, +{changed.lines_added} -{changed.lines_removed}",
+            )
         )
-    return " · ".join(parts)
+    return facts
 
 
 def _seconds(ms: float) -> str:

@@ -25,6 +25,7 @@ from agent.blocks import (
     UserBlock,
 )
 from agent.store import read_events, with_unreadable_rows
+from agent.stream_fold import run_facts
 from agent.transcript import Transcript, fold
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, summarize_arguments, tokens
 
@@ -58,6 +59,7 @@ def _facts(t: Transcript) -> list[str]:
         ("Tool calls", str(t.tool_calls)),
         ("Tokens", f"{tokens(t.input_tokens) or 0} in / {tokens(t.output_tokens) or 0} out"),
         ("Cost", cost(t.cost)),
+        *run_facts(t.stream.result),  # the `result` line of a `copilot -p` JSON stream
     ]
     return [f"- **{name}:** {value}" for name, value in facts if value]
 
