@@ -596,8 +596,10 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 summary.cost = totals.cost
             case _:
                 run = run_result_of(event)
-                if run is not None and run.exit_code:
-                    summary.outcome = "error"  # the run's exit code is the last word
+                if run is not None:  # the end of a `copilot -p` run: nothing is left open
+                    open_turn = False
+                    if run.exit_code:
+                        summary.outcome = "error"
         if event.timestamp:
             summary.started = summary.started or event.timestamp
             summary.updated = event.timestamp
