@@ -20,10 +20,11 @@ _CLOSE = {"{": "}", "[": "]"}
 class JsonPrefix:
     """JSON text fed piece by piece; :meth:`value` reads what it holds so far."""
 
-    __slots__ = ("_cut_at", "_cut_stack", "_escaped", "_in_string", "_stack", "text")
+    __slots__ = ("_cut_at", "_cut_stack", "_escaped", "_in_string", "_stack", "read_at", "text")
 
     def __init__(self) -> None:
         self.text = ""
+        self.read_at = 0  # length of the text when value() last read it
         self._stack: list[str] = []  # the brackets open at the end of the text
         self._in_string = False
         self._escaped = False
@@ -61,6 +62,7 @@ class JsonPrefix:
 
     def value(self) -> Any | None:
         """The value written so far, or ``None`` when nothing is usable yet."""
+        self.read_at = len(self.text)
         head = self.text
         if self._in_string:
             head = _without_open_escape(head) + '"'

@@ -54,6 +54,9 @@ RESULT_TYPE = "result"  # the last line of `copilot -p --output-format json`
 # card shows their start, and the finished call brings them whole. It bounds the
 # work (and memory) a long argument (a file's content) costs.
 PARSE_LIMIT = 4096
+# ...and once per this many new characters (or a quote: a key or value is complete),
+# not per piece: a piece is a few characters, and a card need not redraw for each.
+PARSE_EVERY = 32
 
 STREAM_DATA = (
     AssistantToolCallDeltaData,
@@ -156,7 +159,10 @@ def _tool_call_delta(
     streamed = t.stream.arguments.setdefault(d.tool_call_id, JsonPrefix())
     if len(streamed.text) > PARSE_LIMIT:
         return changes
-    value = streamed.feed(d.input_delta).value()
+    streamed.feed(d.input_delta)
+    if len(streamed.text) - streamed.read_at < PARSE_EVERY and '"' not in d.input_delta:
+        return changes
+    value = streamed.value()
     if value is not None and value != tool.arguments:
         tool.arguments = value
         return changes or [t._tool_change(tool)]
