@@ -586,7 +586,9 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                     summary.outcome = "completed"
                 if model and not summary.model:
                     summary.model = model  # a log without session.start (Copilot's -p output)
-            case SessionUsageCheckpointData() as checkpoint if checkpoint.provider_model_metrics:
+            case SessionUsageCheckpointData() as checkpoint if (
+                "provider_model_metrics" in checkpoint.model_fields_set  # else it counts nothing
+            ):
                 checkpointed = True
                 totals = totals_of(checkpoint)  # cumulative: the latest one is the session's
                 summary.input_tokens, summary.output_tokens = (

@@ -605,8 +605,8 @@ class Transcript:
         """The session's cumulative usage: what grew since the last checkpoint is the
         turn's that made the call (superseding assistant.usage, which replay lacks);
         before any turn (a replay window's seed) it only sets the session's totals."""
-        if not d.provider_model_metrics:
-            return []  # no usage per model (Copilot's -p runs): nothing to count
+        if "provider_model_metrics" not in d.model_fields_set:
+            return []  # Copilot's -p runs write none: such a checkpoint counts nothing
         now = totals_of(d)
         # Totals only grow; a smaller one starts a new series (e.g. another writer).
         base = self._checkpointed if now.covers(self._checkpointed) else UsageTotals()
