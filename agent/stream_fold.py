@@ -173,17 +173,32 @@ def _call_start(t: Transcript, d: ModelCallStartData, ts: datetime | None) -> li
     if d.parent_tool_call_id is not None:
         return []  # a sub-agent's call: not one of this turn's
     turn, changes = t._turn_for(d.turn_id, ts)
-    # The arguments streamed by earlier calls have arrived whole by now.
-    t.stream.arguments.clear()
     calls = t.stream.calls.get(turn.block_id, 0) + 1
     t.stream.calls[turn.block_id] = calls
     if calls - 1 > turn.retries:
         reason = t.stream.failure.pop(turn.block_id, None) or "model call retried"
         changes += t._retry(turn, reason)
+        changes += _drop_streamed_calls(t)
+    # The arguments streamed by earlier calls have arrived whole by now.
+    t.stream.arguments.clear()
     turn.speed.attempt(ts)
     if d.model:
         turn.model = d.model
     changes.append(Change("updated", turn))
+    return changes
+
+
+def _drop_streamed_calls(t: Transcript) -> list[Change]:
+    """A retried call's tool calls that were still being written never happen:
+    their cards end interrupted instead of waiting forever."""
+    changes: list[Change] = []
+    for call_id in t.stream.arguments:
+        tool = t.get_tool(call_id)
+        if tool is not None and tool.status == "pending":
+            # Not the turn's fault: the retry's reply is its answer.
+            tool.status = "interrupted"
+            t._open_tools.pop(call_id, None)
+            changes.append(t._tool_change(tool))
     return changes
 
 

@@ -226,6 +226,10 @@ def test_a_second_model_call_in_a_turn_is_a_retry_with_the_failures_reason() -> 
         ("model.call_start", {"turnId": "0", "model": "gpt-5"}),
         ("assistant.message_start", {"messageId": "m1"}),
         ("assistant.message_delta", {"messageId": "m1", "deltaContent": "Half a rep"}),
+        (
+            "assistant.tool_call_delta",
+            {"toolCallId": "c1", "toolName": "bash", "inputDelta": '{"command": "ls'},
+        ),
         ("model.call_failure", {"source": "top_level", "statusCode": 503, "errorMessage": "down"}),
         ("model.call_start", {"turnId": "0", "model": "gpt-5"}),
         ("assistant.message_start", {"messageId": "m2"}),
@@ -236,13 +240,17 @@ def test_a_second_model_call_in_a_turn_is_a_retry_with_the_failures_reason() -> 
     cut_while_retrying = ""
     for n, (etype, data) in enumerate(steps):
         t.apply(_envelope(etype, data, f"2026-01-01T00:00:{n:02d}.000Z"))
-        if n == 5:  # the retry went out: the failed call's text is shown cut
+        if n == 6:  # the retry went out: the failed call's text is shown cut
             assert t.current_turn is not None
             cut_while_retrying = t.current_turn.cut_text
     (turn,) = [b for b in t.items if isinstance(b, TurnBlock)]
     assert cut_while_retrying == "Half a rep"
     assert turn.retries == 1 and turn.retry_reason == "HTTP 503: down"
     assert turn.text == "Whole reply."
+    # The call the failed attempt was writing never ran: its card does not wait forever.
+    assert [(tool.name, tool.status) for tool in turn.tools] == [("bash", "interrupted")]
+    t.finish_replay()
+    assert not t.busy  # nothing left open
     assert turn.model == "gpt-5" and turn.status == "done"
 
 
