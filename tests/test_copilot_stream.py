@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import io
 import json
 import shutil
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
@@ -37,7 +39,7 @@ from agent.transcript import Transcript, fold
 from app.export import export_session
 from app.sessions_table import print_sessions
 from app.viewer import ReplayScreen, ViewerApp
-from widgets.tool_card import ToolCard
+from widgets.tool_card import ToolCard, card_renderable
 from widgets.turn_view import TurnView
 
 session_events = pytest.importorskip("copilot.generated.session_events")
@@ -367,10 +369,10 @@ def test_export_shows_the_conversation_and_the_runs_figures(fmt: str) -> None:
 
 
 def _animating(app: App[Any]) -> bool:
-    spinning = any(card.is_spinning for card in app.query(ToolCard))
+    spinning = any(card.is_spinning for card in app.screen.query(ToolCard))
     streaming = any(
         turn._flush_timer is not None or turn._pending or turn._stream is not None
-        for turn in app.query(TurnView)
+        for turn in app.screen.query(TurnView)
     )
     return spinning or streaming
 
@@ -397,3 +399,43 @@ def test_replay_of_a_p_json_stream(
     assert screen.position == len(screen.index)
     assert not [b for b in t.items if isinstance(b, RawBlock) and b.type in STREAMING_TYPES]
     assert isinstance(t.items[-1], NoticeBlock) and t.items[-1].subtype == "result"
+
+
+def test_replay_shows_a_tool_call_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped mid-stream, the running turn holds a pending card with the start of
+    the command the model is writing."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    lines = wires()
+    deltas = [i for i, w in enumerate(lines) if w["type"] == "assistant.tool_call_delta"]
+    call_id = lines[deltas[len(deltas) // 3]]["data"]["toolCallId"]
+    own = [i for i in deltas if lines[i]["data"]["toolCallId"] == call_id]
+    stop = own[len(own) // 2] + 1
+    shown: list[str] = []
+
+    async def run() -> None:
+        screen = ReplayScreen(STREAM, speed=0.0)
+        app = ViewerApp(screen)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _settle(pilot)
+            screen.jump_to(stop)
+            # The turn is still streaming there: wait for its card, not for quiet.
+            deadline = asyncio.get_running_loop().time() + 10
+            while not (
+                cards := [c for c in screen.query(ToolCard) if c.block.tool_call_id == call_id]
+            ):
+                assert asyncio.get_running_loop().time() < deadline, "no card was mounted"
+                await pilot.pause()
+            assert len(cards) == 1
+            console = Console(width=200, record=True, file=io.StringIO())
+            for card in cards:
+                assert card.block.status == "pending"
+                console.print(card_renderable(card.block, expanded=False))
+            shown.append(console.export_text())
+
+    asyncio.run(run())
+    streamed = "".join(lines[i]["data"]["inputDelta"] for i in own if i < stop)
+    command = parse_prefix(streamed)["command"]
+    assert len(command) > 10
+    assert command.split("\n")[0].strip()[:40] in shown[0]
