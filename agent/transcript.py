@@ -86,7 +86,6 @@ from agent.events import (
     UnknownData,
     UserMessageData,
 )
-from agent.stream_fold import StreamState
 from agent.turn_notes import CutAttempt, TurnStats, cap_cut, read_note, turn_of
 from agent.usage import UsageTotals, totals_of
 
@@ -146,7 +145,7 @@ class Transcript:
         self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
         self._compaction: NoticeBlock | None = None
         self._level_questions: set[str] = set()  # request ids of the permission-level question
-        self.stream = StreamState()  # what Copilot's streaming events left (agent/stream_fold.py)
+        self.stream = stream_fold.StreamState()  # what Copilot's -p output streamed
 
     # --- public API -----------------------------------------------------------------
 
@@ -156,6 +155,8 @@ class Transcript:
         ts = parse_timestamp(event.timestamp)
         changes: list[Change]
         match event.data:
+            case _ if stream_fold.handles(event):  # first: a -p stream is mostly these
+                changes = stream_fold.fold(self, event, ts)
             case UserMessageData() as d:
                 changes = self._user_message(d, ts)
             case AssistantTurnStartData() as d:
@@ -243,8 +244,6 @@ class Transcript:
                 changes = [self._add(notice)]
             case SessionShutdownData() as d:
                 changes = self._shutdown(d, ts)
-            case _ if stream_fold.handles(event):
-                changes = stream_fold.fold(self, event, ts)
             case UnknownData() as d:
                 changes = [self._add(RawBlock(self._new_id(), event.type, dict(d.raw), ts))]
             case _:
