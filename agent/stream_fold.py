@@ -23,6 +23,7 @@ Pure Python: no UI imports.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -271,6 +272,8 @@ def run_facts(run: RunResult | None) -> list[tuple[str, str]]:
 
 
 def _seconds(ms: float) -> str:
+    if not math.isfinite(ms):
+        return "?"  # JSON read by Python may hold Infinity or NaN
     seconds = max(0.0, ms / 1000)
     if seconds < 60:
         return f"{seconds:.1f}s"

@@ -285,6 +285,17 @@ def test_stream_events_read_as_loopdeck_models_and_as_the_sdk_reads_them() -> No
     assert seen == {"assistant.tool_call_delta", "model.call_start", "assistant.idle"}
 
 
+@pytest.mark.parametrize("odd", ["Infinity", "NaN", "-1e400"])
+def test_a_result_line_with_odd_numbers_still_ends_the_run(odd: str) -> None:
+    line = (
+        '{"type": "result", "timestamp": "2026-01-01T00:00:00.000Z", "exitCode": 0,'
+        f' "usage": {{"sessionDurationMs": {odd}, "totalApiDurationMs": {odd}}}}}'
+    )
+    t = fold([event_from_json(line)], replay=True)
+    (row,) = t.items
+    assert isinstance(row, NoticeBlock) and row.message.startswith("run ended (exit 0)")
+
+
 def test_a_line_without_data_keeps_its_fields() -> None:
     event = event_from_json('{"type": "odd", "timestamp": "t", "exitCode": 2, "note": "x"}')
     assert isinstance(event.data, UnknownData)
