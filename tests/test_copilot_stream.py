@@ -450,3 +450,18 @@ def test_replay_shows_a_tool_call_being_written(
     command = parse_prefix(streamed)["command"]
     assert len(command) > 10
     assert command.split("\n")[0].strip()[:40] in shown[0]
+
+
+def test_loopdeck_export_takes_the_saved_stdout_by_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`copilot -p … --output-format json > run.jsonl`, then `loopdeck export run.jsonl`."""
+    from app.cli import main
+
+    saved = tmp_path / "run.jsonl"
+    shutil.copy(STREAM, saved)
+    assert main(["export", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# Session {wires()[-1]['sessionId']}")
+    assert out.rstrip().endswith("premium request*")
+    assert "tool_call_delta" not in out
