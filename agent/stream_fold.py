@@ -120,6 +120,7 @@ def handles(event: Event) -> bool:
 
 
 def fold(t: Transcript, event: Event, ts: datetime | None) -> list[Change]:
+    """Fold one event :func:`handles` into ``t``; return the blocks it changed."""
     match event.data:
         case AssistantToolCallDeltaData() as d:
             return _tool_call_delta(t, d, ts)
@@ -163,7 +164,8 @@ def _tool_call_delta(
     streamed.feed(d.input_delta)
     if len(streamed.text) - streamed.read_at < PARSE_EVERY and '"' not in d.input_delta:
         return changes
-    value = streamed.value()
+    # A custom tool (apply_patch) takes free text, not JSON: it is shown as it comes.
+    value = streamed.text if d.tool_type == "custom" else streamed.value()
     if value is not None and value != tool.arguments:
         tool.arguments = value
         return changes or [t._tool_change(tool)]

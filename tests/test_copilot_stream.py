@@ -256,6 +256,25 @@ def test_a_second_model_call_in_a_turn_is_a_retry_with_the_failures_reason() -> 
     assert turn.model == "gpt-5" and turn.status == "done"
 
 
+def test_a_custom_tools_free_text_input_streams_as_text() -> None:
+    """``apply_patch`` (``type: custom``) takes a patch, not JSON arguments."""
+    t = Transcript()
+    t.apply(_envelope("assistant.turn_start", {"turnId": "0"}, "2026-01-01T00:00:00.000Z"))
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+    for n, start in enumerate(range(0, len(patch), 7)):
+        data = {
+            "toolCallId": "p1",
+            "toolName": "apply_patch",
+            "toolType": "custom",
+            "inputDelta": patch[start : start + 7],
+        }
+        t.apply(_envelope("assistant.tool_call_delta", data, f"2026-01-01T00:00:{n + 1:02d}.000Z"))
+    tool = t.get_tool("p1")
+    assert tool is not None and tool.name == "apply_patch" and tool.status == "pending"
+    assert isinstance(tool.arguments, str) and patch.startswith(tool.arguments)
+    assert len(tool.arguments) >= len(patch) - 32
+
+
 def test_assistant_idle_ends_the_loop_and_an_aborted_one_closes_the_turn() -> None:
     t = Transcript()
     t.apply(_envelope("assistant.turn_start", {"turnId": "0"}, "2026-01-01T00:00:00.000Z"))
