@@ -578,6 +578,81 @@ class SubagentDeselectedData(EventData):
     TYPE = "subagent.deselected"
 
 
+# --- streaming and model-call telemetry ---------------------------------------------
+# Copilot CLI writes these to stdout with ``-p --output-format json``; loopdeck reads
+# them (agent/stream_fold.py folds them into the turn and the tool call they belong
+# to) and writes none of them.
+
+
+class AssistantToolCallDeltaData(EventData):
+    """A piece of a tool call's arguments (JSON text) as the model writes them."""
+
+    TYPE = "assistant.tool_call_delta"
+    EPHEMERAL = True
+    tool_call_id: str
+    input_delta: str
+    tool_name: str | None = None
+    tool_type: str | None = None  # toolRequests[].type: "function" or "custom"
+
+
+class AssistantStreamingDeltaData(EventData):
+    """Progress of a streaming reply: bytes received so far (cumulative)."""
+
+    TYPE = "assistant.streaming_delta"
+    EPHEMERAL = True
+    total_response_size_bytes: int
+
+
+class AssistantIdleData(EventData):
+    """The main agent's loop went idle (``session.idle`` may wait for background work)."""
+
+    TYPE = "assistant.idle"
+    EPHEMERAL = True
+    aborted: bool | None = None
+
+
+class ModelCallStartData(EventData):
+    """A model call of a turn goes out."""
+
+    TYPE = "model.call_start"
+    EPHEMERAL = True
+    turn_id: str
+    model: str | None = None
+    parent_tool_call_id: str | None = None  # set for a sub-agent's call
+
+
+class ModelCallFinishedData(EventData):
+    """How one model call of a turn ended (success, error, cancelled, rejected)."""
+
+    TYPE = "model.call_finished"
+    EPHEMERAL = True
+    turn_id: str
+    outcome: str | None = None
+    dispatch_duration_ms: float | None = None
+
+
+class ModelCallFailureData(EventData):
+    """A model call failed (the turn may retry it)."""
+
+    TYPE = "model.call_failure"
+    EPHEMERAL = True
+    source: str | None = None  # top_level, subagent, mcp_sampling
+    model: str | None = None
+    error_message: str | None = None
+    error_type: str | None = None
+    status_code: int | None = None
+    parent_tool_call_id: str | None = None
+
+
+class ModelCallFinalResultData(EventData):
+    """A model operation's result once its retries settled (``success``, ``http_429``…)."""
+
+    TYPE = "model.call_final_result"
+    EPHEMERAL = True
+    model: str | None = None
+    result: str | None = None
+
+
 class UnknownData(EventData):
     """Data of an event type loopdeck does not know: kept verbatim, shown raw."""
 
@@ -641,6 +716,13 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SubagentFailedData,
         SubagentSelectedData,
         SubagentDeselectedData,
+        AssistantToolCallDeltaData,
+        AssistantStreamingDeltaData,
+        AssistantIdleData,
+        ModelCallStartData,
+        ModelCallFinishedData,
+        ModelCallFailureData,
+        ModelCallFinalResultData,
     )
 }
 
@@ -773,6 +855,9 @@ def is_event_id(value: object) -> bool:
     return True
 
 
+_ENVELOPE_KEYS = frozenset({"type", "id", "timestamp", "parentId", "ephemeral"})
+
+
 def event_from_dict(obj: Any) -> Event:
     """Build an :class:`Event` from a parsed JSON object.
 
@@ -789,6 +874,11 @@ def event_from_dict(obj: Any) -> Event:
     cls = DATA_TYPES.get(etype)
     data: EventData
     if cls is None:
+        if "data" not in obj:
+            # A line that is not a session event carries its fields beside the
+            # envelope's (the ``result`` line ending ``copilot -p --output-format
+            # json``): they are its data, kept rather than lost.
+            raw_data = {k: v for k, v in obj.items() if k not in _ENVELOPE_KEYS}
         data = UnknownData(raw=raw_data)
     else:
         try:

@@ -41,6 +41,7 @@ from agent.events import (
     UserMessageData,
     event_from_json,
 )
+from agent.stream_fold import run_result_of
 from agent.usage import totals_of
 
 log = logging.getLogger(__name__)
@@ -588,11 +589,15 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 summary.outcome = "aborted"
             case SessionAutopilotStoppedData():
                 summary.outcome = "stopped"
-            case AssistantMessageData(tool_requests=requests, output_tokens=out):
+            case AssistantMessageData(tool_requests=requests, output_tokens=out, model=model):
                 message_tokens += out or 0
                 if not requests:
                     summary.outcome = "completed"
-            case SessionUsageCheckpointData() as checkpoint:
+                if model and not summary.model:
+                    summary.model = model  # a log without session.start (Copilot's -p output)
+            case SessionUsageCheckpointData() as checkpoint if (
+                "provider_model_metrics" in checkpoint.model_fields_set  # else it counts nothing
+            ):
                 checkpointed = True
                 totals = totals_of(checkpoint)  # cumulative: the latest one is the session's
                 summary.input_tokens, summary.output_tokens = (
@@ -601,8 +606,13 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 )
                 summary.cost = totals.cost
             case _:
-                pass
+                run = run_result_of(event)
+                if run is not None:  # the end of a `copilot -p` run: nothing is left open
+                    open_turn = False
+                    if run.exit_code:
+                        summary.outcome = "error"
         if event.timestamp:
+            summary.started = summary.started or event.timestamp
             summary.updated = event.timestamp
     if open_turn:
         summary.outcome = "in progress"

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from agent import permission_level, todos
+from agent import permission_level, stream_fold, todos
 from agent.blocks import (
     UNKNOWN_TOOL,
     AbortBlock,
@@ -186,6 +186,7 @@ class Transcript:
         self.todos = todos.TodoFold()
         self._questions: dict[str, UserInputRequestedData] = {}
         self._subagents = Subagents()  # sub-agent runs: their events never reach the fold below
+        self.stream = stream_fold.StreamState()  # what Copilot's -p output streamed
 
     # --- public API -----------------------------------------------------------------
 
@@ -197,6 +198,8 @@ class Transcript:
         ts = parse_timestamp(event.timestamp)
         changes: list[Change]
         match event.data:
+            case _ if stream_fold.handles(event):  # first: a -p stream is mostly these
+                changes = stream_fold.fold(self, event, ts)
             case UserMessageData() as d:
                 changes = self._user_message(d, ts)
             case AssistantTurnStartData() as d:
@@ -692,7 +695,8 @@ class Transcript:
     def _message_start(self, d: AssistantMessageStartData, ts: datetime | None) -> list[Change]:
         turn, changes = self._turn_for(None, ts, self._turns_by_message, d.message_id)
         self._turns_by_message[d.message_id] = turn
-        turn.speed.attempt(ts)
+        if not self.stream.timed(turn):  # else the model call started the clock already
+            turn.speed.attempt(ts)
         return changes
 
     def _message_delta(self, d: AssistantMessageDeltaData, ts: datetime | None) -> list[Change]:
@@ -782,6 +786,8 @@ class Transcript:
         """The session's cumulative usage: what grew since the last checkpoint is the
         turn's that made the call (superseding assistant.usage, which replay lacks);
         before any turn (a replay window's seed) it only sets the session's totals."""
+        if "provider_model_metrics" not in d.model_fields_set:
+            return []  # Copilot's -p runs write none: such a checkpoint counts nothing
         now = totals_of(d)
         # Totals only grow; a smaller one starts a new series (e.g. another writer).
         base = self._checkpointed if now.covers(self._checkpointed) else UsageTotals()

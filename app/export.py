@@ -30,6 +30,7 @@ from agent.blocks import (
 from agent.plan_review import outcome_text
 from agent.session_lock import in_use_by
 from agent.store import read_events, with_unreadable_rows
+from agent.stream_fold import run_facts
 from agent.transcript import Transcript, fold
 from app.export_shell import html_shell, md_shell
 from app.export_subagent import subagent_html, subagent_markdown, subagent_summary_html
@@ -83,6 +84,7 @@ def _facts(t: Transcript) -> list[str]:
         ("Tool calls", str(t.tool_calls)),
         ("Tokens", f"{tokens(t.input_tokens) or 0} in / {tokens(t.output_tokens) or 0} out"),
         ("Cost", cost(t.cost)),
+        *run_facts(t.stream.result),  # the `result` line of a `copilot -p` JSON stream
     ]
     return [f"- **{name}:** {value}" for name, value in facts if value]
 
