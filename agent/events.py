@@ -66,6 +66,21 @@ class SessionResumeData(EventData):
     context: WorkingDirectoryContext | None = None
 
 
+class SessionHandoffData(EventData):
+    """The session continues another one; loopdeck writes it first in a fork of a
+    session it does not own (a Copilot CLI session): ``remoteSessionId`` is the
+    origin's id, ``context`` the path of its log (see agent/fork.py)."""
+
+    TYPE = "session.handoff"
+    handoff_time: str
+    source_type: Literal["remote", "local"]
+    context: str | None = None
+    host: str | None = None
+    remote_session_id: str | None = None
+    repository: dict[str, Any] | None = None
+    summary: str | None = None
+
+
 class SessionIdleData(EventData):
     TYPE = "session.idle"
     EPHEMERAL = True
@@ -388,6 +403,7 @@ DATA_TYPES: dict[str, type[EventData]] = {
     for cls in (
         SessionStartData,
         SessionResumeData,
+        SessionHandoffData,
         SessionIdleData,
         SessionErrorData,
         SessionInfoData,
@@ -441,6 +457,8 @@ class Event(BaseModel):
     timestamp: str
     parent_id: str | None = None
     ephemeral: bool = False
+    # Set on the events of a sub-agent (Copilot's ``agentId``): not the main conversation.
+    agent_id: str | None = None
 
     @classmethod
     def new(cls, data: EventData, parent_id: str | None) -> Event:
@@ -463,6 +481,8 @@ class Event(BaseModel):
         }
         if self.ephemeral:
             out["ephemeral"] = True
+        if self.agent_id is not None:
+            out["agentId"] = self.agent_id
         return out
 
     def to_json(self) -> str:
@@ -527,6 +547,7 @@ def event_from_dict(obj: Any) -> Event:
         except ValidationError:
             data = UnknownData(raw=raw_data)
     event_id, stamp, parent = obj.get("id"), obj.get("timestamp"), obj.get("parentId")
+    agent = obj.get("agentId")
     return Event(
         type=etype,
         data=data,
@@ -534,6 +555,7 @@ def event_from_dict(obj: Any) -> Event:
         timestamp=stamp if isinstance(stamp, str) else "",
         parent_id=parent if isinstance(parent, str) else None,
         ephemeral=obj.get("ephemeral") is True,
+        agent_id=agent if isinstance(agent, str) else None,
     )
 
 

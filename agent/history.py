@@ -40,8 +40,12 @@ class History:
         self.open_calls: dict[str, str] = {}
 
     def apply(self, event: Event) -> None:
+        if event.agent_id is not None:
+            return  # a sub-agent's own conversation (a Copilot log): its result is the tool's
         match event.data:
             case UserMessageData(content=content):
+                if not content:
+                    return  # Copilot writes its autopilot nudges empty: nothing to send
                 self.messages.append({"role": "user", "content": content})
             case AssistantMessageData(content=content, tool_requests=requests):
                 message: dict[str, Any] = {"role": "assistant", "content": content or None}

@@ -120,6 +120,10 @@ class Session:
         self._open_turn: str | None = None
         self._first_prompt = ""
         self._created_here = False  # by create(), not resume(): ours to discard if empty
+        # A fork opened by this process (agent/fork.py): discarded too if nothing is sent.
+        self.discard_unused = False
+        self._sent = False
+        self._forked_from: dict[str, Any] | None = None  # kept in the metadata file
         self._started_at = now_iso()
         self._queue: collections.deque[_Prompt] = collections.deque()
         # Sent with send(..., immediate=True) while a loop runs: it picks them up at
@@ -225,6 +229,8 @@ class Session:
 
         Raises :class:`~agent.session_lock.SessionInUse` when another process writes it.
         """
+        # A folder that leads out of the store is not ours to write (agent.fork copies it).
+        store.check_owned(session_id)
         # Locked before reading: the log read must be the one this process appends to.
         lock = SessionLock.acquire(store.session_dir(session_id), session_id)
         try:
@@ -284,6 +290,8 @@ class Session:
         )
         started = meta.get("startedAt")
         session._started_at = started if isinstance(started, str) and started else now_iso()
+        origin = meta.get("forkedFrom")
+        session._forked_from = origin if isinstance(origin, dict) else None
         session._lock = lock
         session._backlog = list(read.events)
         for event in read.events:
@@ -542,6 +550,7 @@ class Session:
         """
         future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
         item = _Prompt(prompt, message_id, future)
+        self._sent = True
         if immediate and self._current is not None and not self._current.done():
             self._steering.append(item)
             return future
@@ -648,7 +657,10 @@ class Session:
                 self._writer = None
             if self.sandbox is not None:
                 self.sandbox.close()
-            if self.store is not None and self._created_here and not self._first_prompt:
+            unused = (self._created_here and not self._first_prompt) or (
+                self.discard_unused and not self._sent
+            )
+            if self.store is not None and unused:
                 # Opened and left without a word: nothing worth keeping or listing.
                 shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
         finally:
@@ -683,6 +695,8 @@ class Session:
             "pid": os.getpid(),  # lets a listing tell "in progress" from "crashed"
             "platform": platform.system(),
         }
+        if self._forked_from is not None:
+            meta["forkedFrom"] = self._forked_from
         try:
             self.store.write_meta(self.id, meta)
         except OSError as exc:

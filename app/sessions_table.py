@@ -8,9 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from agent.replay import copilot_home
 from agent.session_lock import in_use_by
-from agent.store import SessionStore, SessionSummary, loopdeck_home
+from agent.store import SessionStore, SessionSummary, copilot_home, loopdeck_home
 from widgets.format import cost, duration, tokens
 
 _HEADERS = (
