@@ -65,9 +65,9 @@ def resume_target(spec: str, store: SessionStore) -> ResumeTarget:
         try:
             return ResumeTarget(fork_from=copilot.events_path(copilot.resolve(spec)))
         except SessionNotFound as copilot_exc:
-            if "matches" in str(copilot_exc) and "sessions" in str(copilot_exc):
+            if _ambiguous(copilot_exc):
                 raise copilot_exc from None
-        if "matches" in str(exc):
+        if _ambiguous(exc):
             raise
         raise SessionNotFound(
             f"no session {spec!r} in {store.root} or {copilot.root} "
@@ -76,3 +76,9 @@ def resume_target(spec: str, store: SessionStore) -> ResumeTarget:
     if not store.owns(session_id):
         return ResumeTarget(fork_from=store.events_path(session_id))
     return ResumeTarget(session_id=session_id)
+
+
+def _ambiguous(exc: SessionNotFound) -> bool:
+    """A prefix that matches several sessions (worth saying as is)."""
+    text = str(exc)
+    return "matches" in text and "sessions (" in text
