@@ -50,7 +50,9 @@ def copilot_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> FakeCountingModel:
     """The model every run of ``main`` gets: a scripted reply, and what it was sent."""
-    script = Script.model_validate({"turns": [{"text": "Carrying on."}], "when_exhausted": "repeat_last"})
+    script = Script.model_validate(
+        {"turns": [{"text": "Carrying on."}], "when_exhausted": "repeat_last"}
+    )
     model = FakeCountingModel(ScriptedModel(script, "fork-test"))
     monkeypatch.setattr("app.model_setup.make_model", lambda *args, **kwargs: model)
     monkeypatch.setenv("LOOPDECK_MODEL", "scripted:fork-test")  # what make_model is asked for
@@ -108,9 +110,7 @@ def test_resuming_a_copilot_session_forks_it_and_leaves_every_byte_of_copilot_al
     workspace = tmp_path / "ws"
     workspace.mkdir()
     before = tree_state(copilot_home)
-    code, _, err = run_main(
-        capsys, "-p", "Now say bye.", "--resume", spec, "--cwd", str(workspace)
-    )
+    code, _, err = run_main(capsys, "-p", "Now say bye.", "--resume", spec, "--cwd", str(workspace))
     assert code == 0, err
     assert tree_state(copilot_home) == before  # same files, same bytes, nothing new
 
@@ -182,8 +182,8 @@ def test_a_session_shut_down_mid_turn_is_forked_with_its_open_call_closed(
 def test_a_fork_left_without_a_word_is_not_kept(
     copilot_home: Path, loopdeck_home: Path, fake_model: FakeCountingModel
 ) -> None:
-    import asyncio
     import argparse
+    import asyncio
 
     from app.cli import build_parser
     from app.model_setup import open_session
@@ -260,7 +260,8 @@ def test_an_export_of_a_fork_is_the_fork_and_names_its_origin(
     assert code == 0, err
     assert out.splitlines()[0] == f"# Session {fork.name}"
     assert f"Forked from GitHub Copilot CLI session {COPILOT_ID}" in out
-    for text in ("Run the shell command `echo hello`", "echo hello", "Now say bye.", "Carrying on."):
+    shown = ("Run the shell command `echo hello`", "echo hello", "Now say bye.", "Carrying on.")
+    for text in shown:
         assert text in out
 
 
