@@ -424,6 +424,8 @@ class SessionSummary:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    # A fork's origin, e.g. "copilot 6a23e131" (the metadata's ``forkedFrom``).
+    origin: str = ""
 
     @property
     def duration(self) -> float | None:
@@ -555,6 +557,7 @@ class SessionStore:
             summary.mode = str(meta.get("mode", "interactive"))
             summary.turns = int(meta.get("turns", 0))
             summary.first_prompt = str(meta.get("firstPrompt", ""))
+            summary.origin = _origin(meta.get("forkedFrom"))
             if "outcome" in meta:
                 summary.tool_calls = int(meta.get("toolCalls", 0))
                 summary.input_tokens = _int(meta.get("inputTokens"))
@@ -668,6 +671,15 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
     if not checkpointed:
         summary.output_tokens = message_tokens
     return summary
+
+
+def _origin(value: object) -> str:
+    """The metadata's ``forkedFrom`` as a short label: producer and id prefix."""
+    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+        return ""
+    producer = value.get("producer")
+    who = {"copilot-agent": "copilot"}.get(producer, producer) if isinstance(producer, str) else ""
+    return f"{who or 'fork of'} {value['sessionId'][:8]}"
 
 
 def _int(value: object) -> int:

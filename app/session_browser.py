@@ -16,7 +16,7 @@ from textual.widgets import Button, DataTable, Input, Label, Static
 
 from agent.session_lock import SessionInUse, delete_session
 from agent.store import SessionStore, SessionSummary
-from app.sessions_table import outcome_cell, sessions_for, usage_cells
+from app.sessions_table import origin_prefix, outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
 
 # Opens the session by its id; returns why it could not (the browser then stays open).
@@ -108,7 +108,7 @@ class SessionBrowser(Screen[None]):
                 duration(s.duration),
                 "{}/{}".format(*usage_cells(s)[:2]),  # in/out: the table is narrow
                 usage_cells(s)[2],
-                one_line(s.first_prompt, 60),
+                one_line(origin_prefix(s) + s.first_prompt, 60),
                 key=s.id,
             )
 

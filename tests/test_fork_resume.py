@@ -281,3 +281,63 @@ def test_a_sub_agents_conversation_is_not_the_main_history() -> None:
             answers = history.messages[i + 1 : i + 1 + len(message["tool_calls"])]
             assert call["id"] in [a.get("tool_call_id") for a in answers]
     assert not history.open_calls
+
+
+def test_every_hint_under_sessions_copilot_is_a_command_that_works(
+    copilot_home: Path,
+    loopdeck_home: Path,
+    tmp_path: Path,
+    fake_model: FakeCountingModel,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import re
+
+    from app.viewer import ViewerApp
+
+    # A second Copilot session that worked here, so the listing has others elsewhere.
+    here = tmp_path / "here"
+    here.mkdir()
+    lines = TOOL_CALL_LOG.read_text().splitlines(keepends=True)
+    start = json.loads(lines[0])
+    start["data"]["context"]["cwd"] = str(here)
+    local_id = "0b0e5a1d-0000-4000-8000-000000000000"
+    folder = copilot_home / "session-state" / local_id
+    folder.mkdir()
+    (folder / "events.jsonl").write_text(json.dumps(start) + "\n" + "".join(lines[1:]))
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("COLUMNS", "250")  # the first prompt uncut
+    before = tree_state(copilot_home)
+
+    code, out, err = run_main(capsys, "sessions", "--copilot")
+    assert code == 0, err
+    assert out.splitlines()[1].split()[0] == local_id[:8]  # this directory's first
+    hints = re.findall(r"loopdeck [^\n]*?(?=   |\n|$)", out.split("\n\n", 1)[1])
+    assert hints == [
+        "loopdeck sessions --copilot --all",
+        "loopdeck --resume ID",
+        "loopdeck replay ID",
+        "loopdeck export ID",
+    ], out
+    # The listing it points to shows the other one.
+    code, out, err = run_main(capsys, *hints[0].split()[1:])
+    assert code == 0 and COPILOT_ID[:8] in out, err
+
+    opened: list[Path] = []
+    monkeypatch.setattr(ViewerApp, "run", lambda self: opened.append(self._viewer.path) or 0)
+    monkeypatch.setattr("app.subcommands.need_terminal", lambda prog, instead: True)
+    shown_id = COPILOT_ID[:8]
+    for hint in hints[1:]:
+        argv = hint.replace("ID", shown_id).split()[1:]
+        if argv[0] == "--resume":
+            argv = ["-p", "Go on.", *argv]  # the app, headless: the same session is opened
+        code, out, err = run_main(capsys, *argv)
+        assert code == 0, (hint, err)
+        if argv[0] == "export":
+            assert "Run the shell command `echo hello`" in out
+    assert opened == [copilot_home / "session-state" / COPILOT_ID / "events.jsonl"]
+    assert_copilot_conversation(fake_model.seen_messages[0], "Go on.")
+    assert tree_state(copilot_home) == before
+    # The fork is listed with its origin.
+    code, out, err = run_main(capsys, "sessions", "--all")
+    assert code == 0 and f"⑂ copilot {COPILOT_ID[:8]}: Run the shell command" in out, out
