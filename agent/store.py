@@ -567,8 +567,14 @@ class SessionStore:
                 if summary.outcome == "in progress" and not pid_alive(meta.get("pid")):
                     summary.outcome = "interrupted"  # its process is gone
                 return summary
-        # No (or older) metadata, or a foreign log: the log itself tells.
-        return summarize_events(read_events(path).events, SessionSummary(id=session_id, path=path))
+        # No (or older) metadata, or a foreign log: the log itself tells (read cheaply:
+        # only the lines summarize_events reads are parsed).
+        from agent.log_scan import listing_events
+
+        events, last = listing_events(path, LISTING_TYPES)
+        summary = summarize_events(events, SessionSummary(id=session_id, path=path))
+        summary.updated = last or summary.updated
+        return summary
 
     def resolve(self, id_or_prefix: str) -> str:
         """A full id from an id or a unique prefix of one (never a path)."""
@@ -600,6 +606,31 @@ class SessionStore:
     def delete(self, session_id: str) -> None:
         self.check_owned(session_id)
         shutil.rmtree(self.session_dir(session_id))
+
+
+# The types summarize_events reads (and those that may close what is open): a listing
+# parses only lines of these types (agent/log_scan.py). A case added there needs its
+# type here.
+LISTING_TYPES = frozenset(
+    {
+        "session.start",
+        "session.resume",
+        "session.shutdown",
+        "session.mode_changed",
+        "session.task_complete",
+        "session.error",
+        "session.autopilot_stopped",
+        "session.usage_checkpoint",
+        "user.message",
+        "assistant.turn_start",
+        "assistant.turn_end",
+        "assistant.message",
+        "tool.execution_complete",
+        "permission.requested",
+        "permission.completed",
+        "abort",
+    }
+)
 
 
 def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSummary:
