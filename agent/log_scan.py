@@ -28,14 +28,22 @@ from agent.events import (
 _TYPE_FIRST = re.compile(rb'\s*\{\s*"type"\s*:\s*"([^"\\]+)"')
 _TIMESTAMP_KEY = b'"timestamp"'
 _STAMP = re.compile(rb'"timestamp"\s*:\s*"([^"\\]+)"')
-# Only counted (their data, tool output above all, is never read): stand-ins are built
-# without parsing the line.
-_COUNTED: dict[str, EventData] = {
-    ToolExecutionCompleteData.TYPE: ToolExecutionCompleteData.model_construct(
-        tool_call_id="", success=True
+
+
+def _stand_in(data: EventData) -> Event:
+    return Event.model_construct(
+        type=data.TYPE, data=data, id="", timestamp="", parent_id=None, ephemeral=False
+    )
+
+
+# Only counted (their data, tool output above all, is never read): one shared stand-in
+# per type takes the place of each such line, which is never parsed.
+_COUNTED: dict[str, Event] = {
+    ToolExecutionCompleteData.TYPE: _stand_in(
+        ToolExecutionCompleteData.model_construct(tool_call_id="", success=True)
     ),
-    AssistantTurnStartData.TYPE: AssistantTurnStartData.model_construct(turn_id=""),
-    AssistantTurnEndData.TYPE: AssistantTurnEndData.model_construct(turn_id=""),
+    AssistantTurnStartData.TYPE: _stand_in(AssistantTurnStartData.model_construct(turn_id="")),
+    AssistantTurnEndData.TYPE: _stand_in(AssistantTurnEndData.model_construct(turn_id="")),
 }
 
 
@@ -57,7 +65,7 @@ def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Event], str
             continue
         stand_in = _COUNTED.get(etype)
         if stand_in is not None:
-            events.append(_counted(etype, stand_in))
+            events.append(stand_in)
         else:
             _parse_into(events, raw, wanted)
     if torn.strip():
@@ -79,12 +87,6 @@ def _parse_into(events: list[Event], raw: bytes, wanted: frozenset[str]) -> None
         return  # an unreadable line tells a listing nothing
     if event.type in wanted:
         events.append(event)
-
-
-def _counted(etype: str, data: EventData) -> Event:
-    return Event.model_construct(
-        type=etype, data=data, id="", timestamp="", parent_id=None, ephemeral=False, agent_id=None
-    )
 
 
 def _last_stamp(lines: list[bytes]) -> str:
