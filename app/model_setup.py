@@ -100,7 +100,10 @@ def pick_model(cli_model: str | None, recorded: str | None = None) -> tuple[str,
 def resume_target(args: argparse.Namespace, store: SessionStore, cwd: Path) -> ResumeTarget | None:
     """What to resume (in place) or fork, or None for a new session."""
     if args.continue_ or args.resume == "":
-        return ResumeTarget(session_id=store.latest(cwd))
+        latest = store.latest(cwd)
+        if not store.owns(latest):  # a link out of the store: forked, never written
+            return ResumeTarget(fork_from=store.events_path(latest))
+        return ResumeTarget(session_id=latest)
     if args.resume:
         return locate_resume_target(args.resume, store)
     return None

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from agent.session_lock import SessionInUse, delete_session
-from agent.store import SessionStore, SessionSummary
+from agent.store import ForeignSession, SessionStore, SessionSummary
 from app.sessions_table import origin_prefix, outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
 
@@ -176,11 +176,11 @@ class SessionBrowser(Screen[None]):
                 return
             try:
                 delete_session(self.store, summary.id)
-            except SessionInUse as exc:
+            except (SessionInUse, ForeignSession) as exc:
                 self.notify(str(exc), title="Not deleted", severity="error", markup=False)
                 return
-                self.notify(f"Deleted session {summary.id[:8]}.")
-                self.reload(self.query_one(Input).value)
+            self.notify(f"Deleted session {summary.id[:8]}.")
+            self.reload(self.query_one(Input).value)
 
         self.app.push_screen(ConfirmDelete(summary), done)
 
