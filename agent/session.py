@@ -55,7 +55,6 @@ from agent.events import (
 )
 from agent.history import History
 from agent.hooks import LoopHooks
-from agent.log_writer import SessionWriter
 from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
 from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
@@ -65,7 +64,7 @@ from agent.prompt import build_system_prompt, git_branch
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
-from agent.store import LogWriteError, SessionStore, read_events
+from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 from agent.usage import UsageLedger
