@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent.events import Event
+    from agent.listing_cache import ListingCache
 
 # The event models (pydantic) are imported where events are read or written, not
 # here: a listing of sessions with metadata never needs them (their import costs
@@ -458,6 +459,8 @@ class SessionStore:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.root = home / "session-state"
+        # Summaries read from logs without metadata, kept between listings (Copilot's).
+        self.listing_cache: ListingCache | None = None
 
     def session_dir(self, session_id: str) -> Path:
         if not is_session_name(session_id):
@@ -544,6 +547,8 @@ class SessionStore:
         """Every session, most recently updated first."""
         out = [self.summary(sid) for sid in self._ids()]
         out.sort(key=lambda s: s.updated or s.started, reverse=True)
+        if self.listing_cache is not None:
+            self.listing_cache.save({str(s.path) for s in out})
         return out
 
     def summary(self, session_id: str) -> SessionSummary:
@@ -569,12 +574,19 @@ class SessionStore:
                     summary.outcome = "interrupted"  # its process is gone
                 return summary
         # No (or older) metadata, or a foreign log: the log itself tells (read cheaply:
-        # only the lines summarize_events reads are parsed).
+        # only the lines summarize_events reads are parsed), unless it has not changed
+        # since the last listing read it.
+        cache = self.listing_cache
+        cached = cache.get(session_id, path) if cache is not None else None
+        if cached is not None:
+            return cached
         from agent.log_scan import listing_events
 
         events, last = listing_events(path, LISTING_TYPES)
         summary = summarize_events(events, SessionSummary(id=session_id, path=path))
         summary.updated = last or summary.updated
+        if cache is not None:
+            cache.put(path, summary)
         return summary
 
     def resolve(self, id_or_prefix: str) -> str:

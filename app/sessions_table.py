@@ -51,6 +51,11 @@ def print_sessions(
     cwd: Path | None, show_all: bool, *, copilot: bool = False, search: str = ""
 ) -> int:
     store = SessionStore(copilot_home() if copilot else loopdeck_home())
+    if copilot:
+        from agent.listing_cache import ListingCache
+
+        # In loopdeck's home: Copilot's folders are only ever read.
+        store.listing_cache = ListingCache(loopdeck_home() / "cache" / "copilot-listing.json")
     shown, others = sessions_for(store, cwd, show_all=show_all, search=search)
     out = sys.stdout
     if not shown:

@@ -130,3 +130,53 @@ def test_sessions_all_lists_without_importing_the_event_models(
     assert done.returncode == 0, done.stderr
     assert "Listed from the metadata" in done.stdout
     assert done.stdout.rstrip().endswith("imported: []"), done.stdout
+
+
+def listing_in_a_new_process(*argv: str) -> tuple[str, list[str]]:
+    """What ``loopdeck ARGV`` prints, and which of the event modules it imported."""
+    code = (
+        "import sys\n"
+        "from app.cli import main\n"
+        f"main({list(argv)!r})\n"
+        "print('imported:', sorted(m for m in sys.modules if m in ('agent.events', 'pydantic')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "250"},
+    )
+    assert done.returncode == 0, done.stderr
+    listing, _, imported = done.stdout.rpartition("imported: ")
+    return listing, json.loads(imported.replace("'", '"'))
+
+
+def test_a_second_copilot_listing_reads_only_what_changed(
+    tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = store_of(tmp_path, *REAL_LOGS)
+    monkeypatch.setenv("COPILOT_HOME", str(store.home))
+    first, imported = listing_in_a_new_process("sessions", "--copilot", "--all")
+    assert imported == ["agent.events", "pydantic"]
+    assert (loopdeck_home / "cache" / "copilot-listing.json").is_file()
+    again, imported = listing_in_a_new_process("sessions", "--copilot", "--all")
+    assert again == first
+    assert imported == []  # every log unchanged: nothing parsed
+
+    # A log that grew is read again; the others still come from the cache.
+    log = store.events_path("lantern-ask")
+    turn = '{"type":"assistant.turn_start","data":{"turnId":"9"},"id":"%s","timestamp":"%s"}\n'
+    with log.open("a") as out:
+        out.write(turn % ("5e55a0e0-0000-4000-8000-000000000001", "2026-08-05T21:00:00.000Z"))
+    grown, imported = listing_in_a_new_process("sessions", "--copilot", "--all")
+    assert imported == ["agent.events", "pydantic"]
+    [row] = [line for line in grown.splitlines() if "What does average_item_price do" in line]
+    assert row.split()[row.split().index("interactive") + 1] == "2"  # turns: 1 → 2
+    assert len(grown.splitlines()) == len(first.splitlines())
+
+    # A damaged cache is read past: the logs tell.
+    (loopdeck_home / "cache" / "copilot-listing.json").write_text("{not json")
+    damaged, _ = listing_in_a_new_process("sessions", "--copilot", "--all")
+    assert damaged == grown
