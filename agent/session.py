@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import __version__
+from agent.blocks import parse_timestamp
 from agent.events import (
     AbortData,
     AssistantTurnEndData,
@@ -315,7 +316,12 @@ class Session:
                     message=f"events.jsonl line {problem.line}: {problem.reason}{kept}",
                 )
             )
-        session._close_dangling()
+        # Closed as of the log's last event: that is when its process stopped (a fork's
+        # origin may have stopped months ago; its turn did not last until now).
+        stopped = next(
+            (e.timestamp for e in reversed(read.events) if parse_timestamp(e.timestamp)), None
+        )
+        session._close_dangling(stopped)
         session.emit(
             SessionResumeData(
                 event_count=len(read.events),
@@ -358,8 +364,9 @@ class Session:
                 self._lock = None
             raise error
 
-    def _close_dangling(self) -> None:
-        """A crash can leave tool calls and a turn open: close them as interrupted."""
+    def _close_dangling(self, stopped: str | None = None) -> None:
+        """A crash can leave tool calls and a turn open: close them as interrupted,
+        at ``stopped`` (the time of the log's last event) when known."""
         for call_id in list(self.history.open_calls):
             self.emit(
                 ToolExecutionCompleteData(
@@ -367,16 +374,20 @@ class Session:
                     success=False,
                     error=ToolErrorPayload(message=INTERRUPTED_BY_EXIT, code="interrupted"),
                     turn_id=self._open_turn,
-                )
+                ),
+                at=stopped,
             )
         if self._open_turn is not None:
-            self.emit(AssistantTurnEndData(turn_id=self._open_turn))
+            self.emit(AssistantTurnEndData(turn_id=self._open_turn), at=stopped)
 
     # --- the event stream ----------------------------------------------------
 
-    def emit(self, data: EventData) -> Event:
+    def emit(self, data: EventData, *, at: str | None = None) -> Event:
+        """Record ``data`` as a new event (timestamped now, or ``at``)."""
         data = self.secrets.event_data(data)
         event = Event.new(data, self._last_persisted_id)
+        if at is not None:
+            event.timestamp = at
         self._fold(event)
         if not event.ephemeral:
             # Ephemeral events hang off the chain; they are never on disk to point at.

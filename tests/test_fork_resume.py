@@ -177,6 +177,17 @@ def test_a_session_shut_down_mid_turn_is_forked_with_its_open_call_closed(
     [answer] = [m for m in messages if m["role"] == "tool"]
     assert answer["tool_call_id"] == call["tool_calls"][0]["id"]
     assert "Interrupted" in answer["content"]
+    # Closed as of when Copilot stopped, not months later when it was forked.
+    stopped = json.loads(SHUTDOWN_MID_TURN_LOG.read_text().splitlines()[-1])["timestamp"]
+    fork = only_session(loopdeck_home)
+    events = [json.loads(line) for line in (fork / "events.jsonl").read_text().splitlines()]
+    copied = len(SHUTDOWN_MID_TURN_LOG.read_text().splitlines())
+    resumed = [e["type"] for e in events].index("session.resume")
+    closing = events[2 + copied : resumed]  # between the copy and the resume
+    assert [(e["type"], e["timestamp"]) for e in closing] == [
+        ("tool.execution_complete", stopped),
+        ("assistant.turn_end", stopped),
+    ]
 
 
 def test_a_fork_left_without_a_word_is_not_kept(
