@@ -180,3 +180,22 @@ def test_a_second_copilot_listing_reads_only_what_changed(
     (loopdeck_home / "cache" / "copilot-listing.json").write_text("{not json")
     damaged, _ = listing_in_a_new_process("sessions", "--copilot", "--all")
     assert damaged == grown
+
+
+def test_the_listing_reads_every_type_summarize_events_matches() -> None:
+    """A case added to summarize_events needs its type in LISTING_TYPES, or a listing
+    never hands it that event: this names the one that was forgotten."""
+    import ast
+    import inspect
+
+    import agent.store
+
+    tree = ast.parse(inspect.getsource(agent.store.summarize_events))
+    matched = {
+        node.cls.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.MatchClass) and isinstance(node.cls, ast.Name)
+    }
+    assert "AssistantTurnStartData" in matched  # the walk finds the cases
+    types = {getattr(agent.events, name).TYPE for name in matched}
+    assert types - agent.store.LISTING_TYPES == set()
