@@ -16,12 +16,14 @@ reading only, once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent import __version__
 from agent.events import (
@@ -99,12 +101,12 @@ def fork_cwd(origin: ForkOrigin, fallback: Path) -> Path:
 def fork_session(store: SessionStore, source: Path, *, model: str, cwd: Path) -> Fork:
     """Write a new session into ``store`` that continues the log at ``source``.
 
-    ``source`` is read once and never written. Returns the new session; its log is
-    complete (written to a temporary name, synced, then renamed) before it exists
-    under its id, so a crash leaves no half-copied session.
+    ``source`` is read once, line by line (a log of any size), and never written.
+    Returns the new session; its log is complete (written to a temporary name,
+    synced, then renamed) before it exists under its id, so a crash leaves no
+    half-copied session.
     """
-    data = source.read_bytes()
-    origin = origin_of(source, data)
+    origin = origin_of(source)
     fork_id = str(uuid.uuid4())
     started = now_iso()
     start = Event.new(
@@ -130,36 +132,31 @@ def fork_session(store: SessionStore, source: Path, *, model: str, cwd: Path) ->
         ),
         start.id,
     )
-    lines: list[bytes] = [_line(start), _line(handoff)]
-    copied = 0
-    notes: list[str] = []
-    raws = data.split(b"\n")
-    if raws and raws[-1] == b"":
-        raws.pop()
-    for number, raw in enumerate(raws, start=1):
-        if not raw.strip():
-            continue
-        if _envelope(raw) is None:
-            notes.append(f"line {number}")
-            continue
-        lines.append(raw.rstrip(b"\r") + b"\n")
-        copied += 1
-    if notes:
-        shown = ", ".join(notes[:5]) + (f" and {len(notes) - 5} more" if len(notes) > 5 else "")
-        warning = Event.new(
-            SessionWarningData(
-                warning_type="fork_skipped_lines",
-                message=(
-                    f"{source}: {shown} not copied (not a session event); "
-                    "they are still in the original"
-                ),
-            ),
-            None,
-        )
-        lines.append(_line(warning))
     folder = store.session_dir(fork_id)
     make_private_dirs(folder)
-    _write_new(folder / EVENTS_FILE, b"".join(lines))
+    copied = 0
+    notes: list[str] = []
+    with _new_file(folder / EVENTS_FILE) as out, source.open("rb") as lines:
+        out.write(_line(start) + _line(handoff))
+        for number, raw in enumerate(lines, start=1):
+            body = raw.rstrip(b"\r\n")
+            if not body.strip():
+                continue
+            if _envelope(body) is None:
+                notes.append(f"line {number}")  # not an event (or torn mid-write)
+                continue
+            out.write(body + b"\n")
+            copied += 1
+        if notes:
+            more = f" and {len(notes) - 5} more" if len(notes) > 5 else ""
+            warning = SessionWarningData(
+                warning_type="fork_skipped_lines",
+                message=(
+                    f"{source}: {', '.join(notes[:5])}{more} not copied (not a session "
+                    "event); they are still in the original"
+                ),
+            )
+            out.write(_line(Event.new(warning, None)))
     store.write_meta(
         fork_id,
         {
@@ -193,12 +190,15 @@ def _line(event: Event) -> bytes:
     return (event.to_json() + "\n").encode("utf-8")
 
 
-def _write_new(path: Path, data: bytes) -> None:
+@contextlib.contextmanager
+def _new_file(path: Path) -> Iterator[BinaryIO]:
+    """A file written under a temporary name, synced and renamed to ``path`` when the
+    block ends without error (removed when it fails)."""
     tmp = path.with_name(f".{path.name}.fork-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            yield out
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

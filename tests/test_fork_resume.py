@@ -352,3 +352,29 @@ def test_every_hint_under_sessions_copilot_is_a_command_that_works(
     # The fork is listed with its origin.
     code, out, err = run_main(capsys, "sessions", "--all")
     assert code == 0 and f"⑂ copilot {COPILOT_ID[:8]}: Run the shell command" in out, out
+
+
+def test_lines_of_the_origin_that_are_not_events_are_left_out_with_a_warning(
+    tmp_path: Path,
+    loopdeck_home: Path,
+    fake_model: FakeCountingModel,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    origin = tmp_path / "stream"
+    origin.mkdir()
+    result = '{"type":"result","timestamp":"2026-08-03T10:40:00.000Z","exitCode":0}'
+    text = TOOL_CALL_LOG.read_text() + "not json\n" + result + "\n" + '{"type":"assistant.tu'
+    (origin / "events.jsonl").write_text(text)
+    code, _, err = run_main(capsys, "-p", "Next.", "--resume", str(origin))
+    assert code == 0, err
+    assert (origin / "events.jsonl").read_text() == text
+    lines = (only_session(loopdeck_home) / "events.jsonl").read_text().splitlines()
+    for line in lines:
+        session_event_from_dict(json.loads(line))
+    copied = TOOL_CALL_LOG.read_text().splitlines()
+    assert lines[2 : 2 + len(copied)] == copied
+    warning = json.loads(lines[2 + len(copied)])
+    assert warning["type"] == "session.warning"
+    assert warning["data"]["warningType"] == "fork_skipped_lines"
+    assert "line 17, line 18, line 19 not copied" in warning["data"]["message"]
+    assert_copilot_conversation(fake_model.seen_messages[0], "Next.")
