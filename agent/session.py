@@ -189,6 +189,7 @@ class Session:
         )
         session._created_here = True
         if store is not None:
+            store.check_owned(session.id)  # a chosen id may name a link out of the store
             session._lock = SessionLock.acquire(
                 store.session_dir(session.id), session.id, create=True
             )

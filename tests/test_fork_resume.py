@@ -378,3 +378,23 @@ def test_lines_of_the_origin_that_are_not_events_are_left_out_with_a_warning(
     assert warning["data"]["warningType"] == "fork_skipped_lines"
     assert "line 17, line 18, line 19 not copied" in warning["data"]["message"]
     assert_copilot_conversation(fake_model.seen_messages[0], "Next.")
+
+
+async def test_a_new_session_never_makes_its_folder_through_a_link_out(
+    tmp_path: Path, loopdeck_home: Path
+) -> None:
+    from agent.session import Session
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (loopdeck_home / "session-state").mkdir(parents=True)
+    (loopdeck_home / "session-state" / "chosen-id").symlink_to(outside)
+    script = Script.model_validate({"turns": [{"text": "hi"}]})
+    with pytest.raises(ForeignSession):
+        await Session.create(
+            model=ScriptedModel(script, "t"),
+            cwd=tmp_path,
+            store=SessionStore(loopdeck_home),
+            session_id="chosen-id",
+        )
+    assert list(outside.iterdir()) == []
