@@ -71,6 +71,21 @@ class SessionResumeData(EventData):
     context: WorkingDirectoryContext | None = None
 
 
+class SessionHandoffData(EventData):
+    """The session continues another one; loopdeck writes it first in a fork of a
+    session it does not own (a Copilot CLI session): ``remoteSessionId`` is the
+    origin's id, ``context`` the path of its log (see agent/fork.py)."""
+
+    TYPE = "session.handoff"
+    handoff_time: str
+    source_type: Literal["remote", "local"]
+    context: str | None = None
+    host: str | None = None
+    remote_session_id: str | None = None
+    repository: dict[str, Any] | None = None
+    summary: str | None = None
+
+
 class SessionIdleData(EventData):
     TYPE = "session.idle"
     EPHEMERAL = True
@@ -668,6 +683,7 @@ DATA_TYPES: dict[str, type[EventData]] = {
     for cls in (
         SessionStartData,
         SessionResumeData,
+        SessionHandoffData,
         SessionIdleData,
         SessionErrorData,
         SessionInfoData,

@@ -67,6 +67,8 @@ class History:
             return  # a sub-agent's own conversation: the main one sees only its result
         match event.data:
             case UserMessageData(content=content):
+                if not content:
+                    return  # Copilot writes its autopilot nudges empty: nothing to send
                 self.messages.append({"role": "user", "content": content})
             case AssistantMessageData(content=content, tool_requests=requests):
                 message: dict[str, Any] = {"role": "assistant", "content": content or None}

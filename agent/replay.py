@@ -8,17 +8,17 @@ playback delays at a given speed, shortening long idle gaps.
 
 from __future__ import annotations
 
-import os
 import re
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from agent.events import Event, EventParseError, event_from_json
 from agent.store import EVENTS_FILE, unreadable_row
+from agent.store import copilot_home as copilot_home  # its home was here once
 
 _TYPE = re.compile(rb'"type"\s*:\s*"([^"]+)"')
 _TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]+)"')
@@ -269,9 +269,3 @@ class LogFollower:
     def pending_partial(self) -> str:
         """Bytes of an unfinished last line (a writer mid-line, or one that crashed)."""
         return self._partial.decode("utf-8", "replace")
-
-
-def copilot_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    home = env.get("COPILOT_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".copilot"

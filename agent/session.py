@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import __version__
+from agent.blocks import parse_timestamp
 from agent.compaction import CompactionSettings, ContextKeeper
 from agent.context_window import (
     ContextLimits,
@@ -133,6 +134,10 @@ class Session:
         self._open_turn: str | None = None
         self._first_prompt = ""
         self._created_here = False  # by create(), not resume(): ours to discard if empty
+        # A fork opened by this process (agent/fork.py): discarded too if nothing is sent.
+        self.discard_unused = False
+        self._sent = False
+        self._forked_from: dict[str, Any] | None = None  # kept in the metadata file
         self._started_at = now_iso()
         self._queue: collections.deque[_Prompt] = collections.deque()
         # Sent with send(..., immediate=True) while a loop runs: it picks them up at
@@ -205,6 +210,7 @@ class Session:
         )
         session._created_here = True
         if store is not None:
+            store.check_owned(session.id)  # a chosen id may name a link out of the store
             session._lock = SessionLock.acquire(
                 store.session_dir(session.id), session.id, create=True
             )
@@ -246,6 +252,8 @@ class Session:
 
         Raises :class:`~agent.session_lock.SessionInUse` when another process writes it.
         """
+        # A folder that leads out of the store is not ours to write (agent.fork copies it).
+        store.check_owned(session_id)
         # Locked before reading: the log read must be the one this process appends to.
         lock = SessionLock.acquire(store.session_dir(session_id), session_id)
         try:
@@ -305,6 +313,8 @@ class Session:
         )
         started = meta.get("startedAt")
         session._started_at = started if isinstance(started, str) and started else now_iso()
+        origin = meta.get("forkedFrom")
+        session._forked_from = origin if isinstance(origin, dict) else None
         session._lock = lock
         session._backlog = list(read.events)
         for event in read.events:
@@ -328,7 +338,12 @@ class Session:
                     message=f"events.jsonl line {problem.line}: {problem.reason}{kept}",
                 )
             )
-        session._close_dangling()
+        # Closed as of the log's last event: that is when its process stopped (a fork's
+        # origin may have stopped months ago; its turn did not last until now).
+        stopped = next(
+            (e.timestamp for e in reversed(read.events) if parse_timestamp(e.timestamp)), None
+        )
+        session._close_dangling(stopped)
         session.emit(
             SessionResumeData(
                 event_count=len(read.events),
@@ -371,8 +386,9 @@ class Session:
                 self._lock = None
             raise error
 
-    def _close_dangling(self) -> None:
-        """A crash can leave tool calls and a turn open: close them as interrupted."""
+    def _close_dangling(self, stopped: str | None = None) -> None:
+        """A crash can leave tool calls and a turn open: close them as interrupted,
+        at ``stopped`` (the time of the log's last event) when known."""
         self.plan.settle_unanswered()
         for call_id in list(self.history.open_calls):
             self.emit(
@@ -381,16 +397,20 @@ class Session:
                     success=False,
                     error=ToolErrorPayload(message=INTERRUPTED_BY_EXIT, code="interrupted"),
                     turn_id=self._open_turn,
-                )
+                ),
+                at=stopped,
             )
         if self._open_turn is not None:
-            self.emit(AssistantTurnEndData(turn_id=self._open_turn))
+            self.emit(AssistantTurnEndData(turn_id=self._open_turn), at=stopped)
 
     # --- the event stream ----------------------------------------------------
 
-    def emit(self, data: EventData) -> Event:
+    def emit(self, data: EventData, *, at: str | None = None) -> Event:
+        """Record ``data`` as a new event (timestamped now, or ``at``)."""
         data = self.secrets.event_data(data)
         event = Event.new(data, self._last_persisted_id)
+        if at is not None:
+            event.timestamp = at
         self._fold(event)
         if not event.ephemeral:
             # Ephemeral events hang off the chain; they are never on disk to point at.
@@ -609,6 +629,7 @@ class Session:
         """
         future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
         item = _Prompt(prompt, message_id, future)
+        self._sent = True
         if immediate and self._current is not None and not self._current.done():
             self._steering.append(item)
             return future
@@ -715,7 +736,10 @@ class Session:
                 self._writer = None
             if self.sandbox is not None:
                 self.sandbox.close()
-            if self.store is not None and self._created_here and not self._first_prompt:
+            unused = (self._created_here and not self._first_prompt) or (
+                self.discard_unused and not self._sent
+            )
+            if self.store is not None and unused:
                 # Opened and left without a word: nothing worth keeping or listing.
                 shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
         finally:
@@ -750,6 +774,8 @@ class Session:
             "pid": os.getpid(),  # lets a listing tell "in progress" from "crashed"
             "platform": platform.system(),
         }
+        if self._forked_from is not None:
+            meta["forkedFrom"] = self._forked_from
         try:
             self.store.write_meta(self.id, meta)
         except OSError as exc:

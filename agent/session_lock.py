@@ -233,7 +233,9 @@ def _local_time(stamp: str) -> str:
 
 def delete_session(store: SessionStore, session_id: str) -> None:
     """Remove a session's folder, holding its lock meanwhile: a session a process is
-    writing is not pulled from under it (SessionInUse)."""
+    writing is not pulled from under it (SessionInUse). A folder that leads out of the
+    store is refused (ForeignSession) before its lock file could be made there."""
+    store.check_owned(session_id)
     lock = SessionLock.acquire(store.session_dir(session_id), session_id)
     try:
         store.delete(session_id)

@@ -20,29 +20,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.events import (
-    AbortData,
-    AssistantMessageData,
-    AssistantTurnEndData,
-    AssistantTurnStartData,
-    Event,
-    SessionAutopilotStoppedData,
-    SessionErrorData,
-    SessionModeChangedData,
-    SessionResumeData,
-    SessionShutdownData,
-    SessionStartData,
-    SessionTaskCompleteData,
-    SessionUsageCheckpointData,
-    SessionWarningData,
-    ToolExecutionCompleteData,
-    UserMessageData,
-    event_from_json,
-)
-from agent.stream_fold import run_result_of
-from agent.usage import totals_of
+if TYPE_CHECKING:
+    from agent.events import Event
+    from agent.listing_cache import ListingCache
+
+# The event models (pydantic) are imported where events are read or written, not
+# here: a listing of sessions with metadata never needs them (their import costs
+# more than the whole listing).
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +40,13 @@ def loopdeck_home(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     home = env.get("LOOPDECK_HOME")
     return Path(home).expanduser() if home else Path.home() / ".loopdeck"
+
+
+def copilot_home(env: Mapping[str, str] | None = None) -> Path:
+    """GitHub Copilot CLI's home: read (listed, replayed, forked), never written."""
+    env = os.environ if env is None else env
+    home = env.get("COPILOT_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".copilot"
 
 
 # --- reading -------------------------------------------------------------------
@@ -76,6 +69,8 @@ class ReadResult:
 
 def parse_lines(text: str, *, first_line: int = 1) -> ReadResult:
     """Parse JSONL text. Corrupt lines become problems; nothing raises."""
+    from agent.events import event_from_json
+
     result = ReadResult()
     lines = text.split("\n")
     # A file that ends with "\n" splits into a trailing "": the last line is whole.
@@ -125,6 +120,8 @@ def with_unreadable_rows(result: ReadResult) -> list[Event]:
 
 def unreadable_row(reason: str, line: int | None = None) -> Event:
     """A warning to show where a line of the log could not be read."""
+    from agent.events import Event, SessionWarningData
+
     where = f"events.jsonl line {line}" if line is not None else "events.jsonl"
     message = f"{where}: {reason} (the line is kept in the file)"
     return Event.new(SessionWarningData(warning_type="unreadable_line", message=message), None)
@@ -144,6 +141,8 @@ def set_aside_torn_tail(path: Path) -> Path | None:
     kept beside the log (nothing lost) and the log is cut back to its last newline.
     Returns where the fragment went, or None when the tail was sound.
     """
+    from agent.events import event_from_json
+
     if not path.exists():
         return None
     with path.open("rb+") as fh:
@@ -199,7 +198,7 @@ def _keep_fragment(path: Path, fragment: bytes) -> Path:
 
 # --- writing -------------------------------------------------------------------
 
-Deliver = Callable[[list[Event]], None]
+Deliver = Callable[[list["Event"]], None]
 
 
 class LogWriteError(Exception):
@@ -426,6 +425,8 @@ class SessionSummary:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    # A fork's origin, e.g. "copilot 6a23e131" (the metadata's ``forkedFrom``).
+    origin: str = ""
 
     @property
     def duration(self) -> float | None:
@@ -442,20 +443,70 @@ class SessionNotFound(LookupError):
     pass
 
 
+class ForeignSession(SessionNotFound):
+    """A session folder that is not loopdeck's to write (it leads out of the store)."""
+
+
+def is_session_name(text: str) -> bool:
+    """Whether ``text`` can name a folder in the store: one path component, so that
+    no id (an absolute path, ``..``) can lead a write out of the store."""
+    return bool(text) and text not in (".", "..") and "/" not in text and "\0" not in text
+
+
 class SessionStore:
     """The ``session-state`` folder under a loopdeck home."""
 
     def __init__(self, home: Path) -> None:
         self.home = home
         self.root = home / "session-state"
+        # Summaries read from logs without metadata, kept between listings (Copilot's).
+        self.listing_cache: ListingCache | None = None
 
     def session_dir(self, session_id: str) -> Path:
+        if not is_session_name(session_id):
+            raise SessionNotFound(f"not a session id: {session_id!r}")
         return self.root / session_id
+
+    def owns(self, session_id: str) -> bool:
+        """Whether the session's folder really is in this store: a folder (or its
+        log) that is a link to somewhere else is not ours to write."""
+        folder = self.session_dir(session_id)
+        try:
+            root = self.root.resolve(strict=True)
+            inside = folder.resolve(strict=True)
+            log_file = (folder / EVENTS_FILE).resolve()
+        except (OSError, RuntimeError):
+            return False
+        return inside.parent == root and log_file.parent == inside
+
+    def check_owned(self, session_id: str) -> None:
+        """Raise :class:`ForeignSession` when the session's folder leads out of the
+        store (a missing one is left to the caller's own error)."""
+        if os.path.lexists(self.session_dir(session_id)) and not self.owns(session_id):
+            raise ForeignSession(
+                f"{self.session_dir(session_id)} leads out of {self.root}: loopdeck writes "
+                "only in its own store (resume it by its path to continue it as a new session)"
+            )
+
+    def id_of_path(self, path: Path) -> str | None:
+        """The id of the session whose folder (or ``events.jsonl``) ``path`` is, when
+        it is one of this store's own; None for anything else."""
+        folder = path.parent if path.name == EVENTS_FILE and not path.is_dir() else path
+        try:
+            target = folder.resolve(strict=True)
+            root = self.root.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        if target.parent != root or not (target / EVENTS_FILE).is_file():
+            return None
+        return target.name if self.owns(target.name) else None
 
     def events_path(self, session_id: str) -> Path:
         return self.session_dir(session_id) / EVENTS_FILE
 
     async def open_writer(self, session_id: str) -> SessionWriter:
+
+        self.check_owned(session_id)
         make_private_dirs(self.root)
         with contextlib.suppress(OSError):
             os.chmod(self.home, 0o700)
@@ -464,6 +515,7 @@ class SessionStore:
         return writer
 
     def write_meta(self, session_id: str, meta: dict[str, Any]) -> None:
+        self.check_owned(session_id)
         path = self.session_dir(session_id) / META_FILE
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -495,6 +547,8 @@ class SessionStore:
         """Every session, most recently updated first."""
         out = [self.summary(sid) for sid in self._ids()]
         out.sort(key=lambda s: s.updated or s.started, reverse=True)
+        if self.listing_cache is not None:
+            self.listing_cache.save({str(s.path) for s in out})
         return out
 
     def summary(self, session_id: str) -> SessionSummary:
@@ -509,6 +563,7 @@ class SessionStore:
             summary.mode = str(meta.get("mode", "interactive"))
             summary.turns = int(meta.get("turns", 0))
             summary.first_prompt = str(meta.get("firstPrompt", ""))
+            summary.origin = _origin(meta.get("forkedFrom"))
             if "outcome" in meta:
                 summary.tool_calls = int(meta.get("toolCalls", 0))
                 summary.input_tokens = _int(meta.get("inputTokens"))
@@ -518,11 +573,26 @@ class SessionStore:
                 if summary.outcome == "in progress" and not pid_alive(meta.get("pid")):
                     summary.outcome = "interrupted"  # its process is gone
                 return summary
-        # No (or older) metadata, or a foreign log: the log itself tells.
-        return summarize_events(read_events(path).events, SessionSummary(id=session_id, path=path))
+        # No (or older) metadata, or a foreign log: the log itself tells (read cheaply:
+        # only the lines summarize_events reads are parsed), unless it has not changed
+        # since the last listing read it.
+        cache = self.listing_cache
+        cached = cache.get(session_id, path) if cache is not None else None
+        if cached is not None:
+            return cached
+        from agent.log_scan import listing_events
+
+        events, last = listing_events(path, LISTING_TYPES)
+        summary = summarize_events(events, SessionSummary(id=session_id, path=path))
+        summary.updated = last or summary.updated
+        if cache is not None:
+            cache.put(path, summary)
+        return summary
 
     def resolve(self, id_or_prefix: str) -> str:
-        """A full id from an id or a unique prefix of one."""
+        """A full id from an id or a unique prefix of one (never a path)."""
+        if not is_session_name(id_or_prefix):
+            raise SessionNotFound(f"{id_or_prefix!r} is not a session id or prefix")
         if (self.root / id_or_prefix / EVENTS_FILE).is_file():
             return id_or_prefix
         matches = [sid for sid in self._ids() if sid.startswith(id_or_prefix)]
@@ -547,10 +617,56 @@ class SessionStore:
         return sessions[0].id
 
     def delete(self, session_id: str) -> None:
+        self.check_owned(session_id)
         shutil.rmtree(self.session_dir(session_id))
 
 
+# The types summarize_events reads (and those that may close what is open): a listing
+# parses only lines of these types (agent/log_scan.py). A case added there needs its
+# type here.
+LISTING_TYPES = frozenset(
+    {
+        "session.start",
+        "session.resume",
+        "session.shutdown",
+        "session.mode_changed",
+        "session.task_complete",
+        "session.error",
+        "session.autopilot_stopped",
+        "session.usage_checkpoint",
+        "user.message",
+        "assistant.turn_start",
+        "assistant.turn_end",
+        "assistant.message",
+        "tool.execution_complete",
+        "permission.requested",
+        "permission.completed",
+        "abort",
+        "result",  # the end of a `copilot -p` run (agent/stream_fold.py)
+    }
+)
+
+
 def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSummary:
+    from agent.events import (
+        AbortData,
+        AssistantMessageData,
+        AssistantTurnEndData,
+        AssistantTurnStartData,
+        SessionAutopilotStoppedData,
+        SessionErrorData,
+        SessionModeChangedData,
+        SessionResumeData,
+        SessionShutdownData,
+        SessionStartData,
+        SessionTaskCompleteData,
+        SessionUsageCheckpointData,
+        ToolExecutionCompleteData,
+        UserMessageData,
+    )
+    from agent.stream_fold import run_result_of
+    from agent.usage import totals_of
+
     open_turn = False
     checkpointed = False
     message_tokens = 0  # what a log without usage checkpoints says (as replay shows it)
@@ -619,6 +735,15 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
     if not checkpointed:
         summary.output_tokens = message_tokens
     return summary
+
+
+def _origin(value: object) -> str:
+    """The metadata's ``forkedFrom`` as a short label: producer and id prefix."""
+    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+        return ""
+    producer = value.get("producer")
+    who = {"copilot-agent": "copilot"}.get(producer, producer) if isinstance(producer, str) else ""
+    return f"{who or 'fork of'} {value['sessionId'][:8]}"
 
 
 def _int(value: object) -> int:

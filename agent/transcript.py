@@ -78,6 +78,7 @@ from agent.events import (
     SessionCompactionStartData,
     SessionCustomNotificationData,
     SessionErrorData,
+    SessionHandoffData,
     SessionIdleData,
     SessionInfoData,
     SessionModeChangedData,
@@ -281,6 +282,8 @@ class Transcript:
                 self.model = self.selected_model = d.new_model
                 msg = f"model: {d.previous_model or '?'} → {d.new_model}"
                 changes = [self._add(NoticeBlock(self._new_id(), "model", msg, timestamp=ts))]
+            case SessionHandoffData() as d:
+                changes = [self._add(handoff_notice(self._new_id(), d, ts))]
             case SessionInfoData() as d:
                 notice = NoticeBlock(
                     self._new_id(), "info", d.message, subtype=d.info_type, tip=d.tip, timestamp=ts
@@ -946,7 +949,8 @@ class Transcript:
         # Another session starts in the same file: what the last one left open is over.
         changes = self._close_open(ts)
         self.busy = False
-        self.session_id = d.session_id
+        # The first start names the session: a fork holds its origin's start too.
+        self.session_id = self.session_id or d.session_id
         if d.selected_model:
             self.model = self.selected_model = d.selected_model
         if d.context is not None:
@@ -1037,3 +1041,10 @@ def fold(events: Iterable[Event], *, replay: bool = False, finished: bool = Fals
     if replay or finished:
         transcript.finish_replay(finished=finished)
     return transcript
+
+
+def handoff_notice(block_id: int, d: SessionHandoffData, ts: datetime | None) -> NoticeBlock:
+    """The row that says which session this one continues (a fork's origin)."""
+    origin = d.remote_session_id or "another session"
+    message = d.summary or f"continues {origin}"
+    return NoticeBlock(block_id, "info", message, subtype="handoff", tip=d.context, timestamp=ts)

@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         const="",
         metavar="ID",
-        help="resume a session by id or id prefix (default: the latest here)",
+        help="resume a session by id, id prefix or path (default: the latest here); a "
+        "Copilot CLI session, or any log outside loopdeck's store, is forked into a new one",
     )
     resume.add_argument(
         "--continue",

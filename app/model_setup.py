@@ -19,7 +19,9 @@ from agent.models.settings import ProviderSettings
 from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
 from agent.session_lock import SessionInUse
-from agent.store import LogWriteError, SessionStore, loopdeck_home
+from agent.store import ForeignSession, LogWriteError, SessionStore, loopdeck_home
+from app.locate import ResumeTarget
+from app.locate import resume_target as locate_resume_target
 
 _T = TypeVar("_T")
 
@@ -96,12 +98,15 @@ def pick_model(cli_model: str | None, recorded: str | None = None) -> tuple[str,
     return (choice.model, choice.api_base) if choice else None
 
 
-def resume_target(args: argparse.Namespace, store: SessionStore, cwd: Path) -> str | None:
-    """The session id to resume, or None for a new session."""
+def resume_target(args: argparse.Namespace, store: SessionStore, cwd: Path) -> ResumeTarget | None:
+    """What to resume (in place) or fork, or None for a new session."""
     if args.continue_ or args.resume == "":
-        return store.latest(cwd)
+        latest = store.latest(cwd)
+        if not store.owns(latest):  # a link out of the store: forked, never written
+            return ResumeTarget(fork_from=store.events_path(latest))
+        return ResumeTarget(session_id=latest)
     if args.resume:
-        return store.resolve(args.resume)
+        return locate_resume_target(args.resume, store)
     return None
 
 
@@ -130,9 +135,11 @@ async def open_session(
     cap = args.max_autopilot_continues
     cap = DEFAULT_MAX_CONTINUES if cap is None else cap
     try:
-        resume_id = resume_target(args, store, cwd)
+        target = resume_target(args, store, cwd)
     except SessionNotFound as exc:
         raise SetupError(str(exc)) from exc
+    resume_id = target.session_id if target is not None else None
+    # A fork's origin names its model in its own terms (Copilot's "auto"): not ours.
     recorded = store.read_meta(resume_id).get("model") if resume_id else None
     picked = pick_model(model_string or args.model, recorded if isinstance(recorded, str) else None)
     if picked is None:
@@ -146,6 +153,10 @@ async def open_session(
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
     context_window, compaction = context_settings(args)
+    discard_unused = False
+    if target is not None and target.fork_from is not None:
+        resume_id = _fork(store, target.fork_from, model.name, cwd if args.cwd else None, cwd)
+        discard_unused = True
     if resume_id is not None:
         with _open_errors_as_setup_error():
             session = await Session.resume(
@@ -160,6 +171,7 @@ async def open_session(
                 extra_dirs=extra_dirs,
             )
         session.configure_context(window=context_window, settings=compaction)
+        session.discard_unused = discard_unused
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode(start_mode(args))
         return session
@@ -190,13 +202,25 @@ def context_settings(args: argparse.Namespace) -> tuple[int | None, CompactionSe
     return getattr(args, "context_window", None) or config.context_window, compaction
 
 
+def _fork(store: SessionStore, source: Path, model: str, chosen: Path | None, here: Path) -> str:
+    """A new session of ``store`` continuing the log at ``source`` (read, never written).
+    It works in ``chosen`` (--cwd), else where the origin worked if that exists here."""
+    from agent.fork import fork_cwd, fork_session, origin_of
+
+    try:
+        workspace = chosen or fork_cwd(origin_of(source), here)
+        return fork_session(store, source, model=model, cwd=workspace).session_id
+    except OSError as exc:
+        raise SetupError(f"cannot fork {source}: {exc.strerror or exc}") from exc
+
+
 @contextlib.contextmanager
 def _open_errors_as_setup_error() -> Iterator[None]:
     """A log that cannot be written at start-up (a full disk), or a session another
     process writes, is one line."""
     try:
         yield
-    except (LogWriteError, SessionInUse) as exc:
+    except (LogWriteError, SessionInUse, ForeignSession) as exc:
         raise SetupError(str(exc)) from exc
 
 

@@ -15,8 +15,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from agent.session_lock import SessionInUse, delete_session
-from agent.store import SessionStore, SessionSummary
-from app.sessions_table import outcome_cell, sessions_for, usage_cells
+from agent.store import ForeignSession, SessionStore, SessionSummary
+from app.sessions_table import origin_prefix, outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
 
 # Opens the session by its id; returns why it could not (the browser then stays open).
@@ -108,7 +108,7 @@ class SessionBrowser(Screen[None]):
                 duration(s.duration),
                 "{}/{}".format(*usage_cells(s)[:2]),  # in/out: the table is narrow
                 usage_cells(s)[2],
-                one_line(s.first_prompt, 60),
+                one_line(origin_prefix(s) + s.first_prompt, 60),
                 key=s.id,
             )
 
@@ -176,11 +176,11 @@ class SessionBrowser(Screen[None]):
                 return
             try:
                 delete_session(self.store, summary.id)
-            except SessionInUse as exc:
+            except (SessionInUse, ForeignSession) as exc:
                 self.notify(str(exc), title="Not deleted", severity="error", markup=False)
                 return
-                self.notify(f"Deleted session {summary.id[:8]}.")
-                self.reload(self.query_one(Input).value)
+            self.notify(f"Deleted session {summary.id[:8]}.")
+            self.reload(self.query_one(Input).value)
 
         self.app.push_screen(ConfirmDelete(summary), done)
 

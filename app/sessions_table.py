@@ -8,9 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from agent.replay import copilot_home
 from agent.session_lock import in_use_by
-from agent.store import SessionStore, SessionSummary, loopdeck_home
+from agent.store import SessionStore, SessionSummary, copilot_home, loopdeck_home
 from widgets.format import cost, duration, tokens
 
 _HEADERS = (
@@ -52,6 +51,11 @@ def print_sessions(
     cwd: Path | None, show_all: bool, *, copilot: bool = False, search: str = ""
 ) -> int:
     store = SessionStore(copilot_home() if copilot else loopdeck_home())
+    if copilot:
+        from agent.listing_cache import ListingCache
+
+        # In loopdeck's home: Copilot's folders are only ever read.
+        store.listing_cache = ListingCache(loopdeck_home() / "cache" / "copilot-listing.json")
     shown, others = sessions_for(store, cwd, show_all=show_all, search=search)
     out = sys.stdout
     if not shown:
@@ -62,13 +66,21 @@ def print_sessions(
     for line in format_table([_row(s) for s in shown], width):
         out.write(line.rstrip() + "\n")
     if others:
-        out.write(f"\n{others} more elsewhere: loopdeck sessions --all\n")
-    out.write("\nResume: loopdeck --resume ID   Replay: loopdeck replay ID\n")
+        listing = "loopdeck sessions --copilot --all" if copilot else "loopdeck sessions --all"
+        out.write(f"\n{others} more elsewhere: {listing}\n")
+    if copilot:
+        # Resuming one forks it: Copilot's own files are only ever read.
+        out.write(
+            "\nContinue one in loopdeck, as a new session (Copilot's files are left as they "
+            "are): loopdeck --resume ID\nReplay: loopdeck replay ID   Export: loopdeck export ID\n"
+        )
+    else:
+        out.write("\nResume: loopdeck --resume ID   Replay: loopdeck replay ID\n")
     return 0
 
 
 def _row(s: SessionSummary) -> tuple[str, ...]:
-    prompt = s.first_prompt.strip().split("\n")[0]
+    prompt = origin_prefix(s) + s.first_prompt.strip().split("\n")[0]
     return (
         s.id[:8],
         _local(s.started),
@@ -81,6 +93,11 @@ def _row(s: SessionSummary) -> tuple[str, ...]:
         *usage_cells(s),
         prompt,
     )
+
+
+def origin_prefix(s: SessionSummary) -> str:
+    """``⑂ copilot 6a23e131: `` before the first prompt of a fork (agent/fork.py)."""
+    return f"⑂ {s.origin}: " if s.origin else ""
 
 
 def outcome_cell(s: SessionSummary) -> str:

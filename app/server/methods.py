@@ -36,7 +36,7 @@ from agent.permissions import PermissionPolicy, RuleError
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter
 from agent.session_lock import SessionInUse, delete_session
-from agent.store import SessionStore, SessionSummary, read_events
+from agent.store import ForeignSession, SessionStore, SessionSummary, read_events
 from agent.todos import sdk_rows
 from agent.tools.external import ExternalToolSpec
 from agent.tools.registry import rule_tool_names
@@ -275,8 +275,9 @@ class Runtime:
                 sandbox=sandbox,
                 env_filter=env_filter,
             )
-        except SessionInUse as exc:
-            # Another process (the app, a -p run, another runtime) writes it.
+        except (SessionInUse, ForeignSession) as exc:
+            # Another process (the app, a -p run, another runtime) writes it, or its
+            # folder leads out of the store (loopdeck writes nowhere else).
             raise RpcError(SERVER_ERROR, str(exc)) from exc
         assert isinstance(resumed, SdkSession)
         hosted = HostedSession(resumed, choice)

@@ -1,0 +1,107 @@
+"""Reading a log for the session listing, without building every event.
+
+A listing needs a handful of facts per session (first prompt, turns, tools, outcome,
+usage). Parsing every line into pydantic events costs most of a listing's time on
+Copilot CLI's logs, whose lines are large (a 43 KB system prompt, tool output). Here
+each line's type is read from its first bytes (both writers put ``type`` first), and
+only lines of the types :func:`agent.store.summarize_events` reads are parsed; the
+rest are skipped unread, and turns and tool results, which it only counts, are
+counted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from agent.events import (
+    AssistantTurnEndData,
+    AssistantTurnStartData,
+    Event,
+    EventData,
+    ToolExecutionCompleteData,
+    event_from_json,
+)
+
+# The envelope's type, at the start of the line (a "type" key deeper in the data,
+# e.g. a tool request's, never matches here).
+_TYPE_FIRST = re.compile(rb'\s*\{\s*"type"\s*:\s*"([^"\\]+)"')
+_TIMESTAMP_KEY = b'"timestamp"'
+_STAMP = re.compile(rb'"timestamp"\s*:\s*"([^"\\]+)"')
+
+
+def _stand_in(data: EventData) -> Event:
+    return Event.model_construct(
+        type=data.TYPE, data=data, id="", timestamp="", parent_id=None, ephemeral=False
+    )
+
+
+# Only counted (their data, tool output above all, is never read): one shared stand-in
+# per type takes the place of each such line, which is never parsed.
+_COUNTED: dict[str, Event] = {
+    ToolExecutionCompleteData.TYPE: _stand_in(
+        ToolExecutionCompleteData.model_construct(tool_call_id="", success=True)
+    ),
+    AssistantTurnStartData.TYPE: _stand_in(AssistantTurnStartData.model_construct(turn_id="")),
+    AssistantTurnEndData.TYPE: _stand_in(AssistantTurnEndData.model_construct(turn_id="")),
+}
+
+
+_NOT_COUNTED = re.compile(rb'"isUserRequested"\s*:\s*true|"agentId"\s*:\s*"[^"]')
+
+
+def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Event], str]:
+    """The events of types in ``wanted`` (tool results as bare placeholders), and
+    the timestamp of the log's last whole event (its latest activity)."""
+    data = path.read_bytes()
+    events: list[Event] = []
+    lines = data.split(b"\n")
+    torn = lines.pop() if lines else b""  # after the last newline: "" or a torn line
+    for raw in lines:
+        match = _TYPE_FIRST.match(raw)
+        if match is None:
+            if raw.strip():
+                _parse_into(events, raw, wanted)  # an unusual layout: read it whole
+            continue
+        etype = match.group(1).decode("utf-8", "replace")
+        if etype not in wanted:
+            continue
+        stand_in = _COUNTED.get(etype)
+        # Counted unread, unless the line says it is not the model's own call: a user's
+        # !command, or a sub-agent's (the envelope's agentId).
+        if stand_in is not None and not _NOT_COUNTED.search(raw):
+            events.append(stand_in)
+        else:
+            _parse_into(events, raw, wanted)
+    if torn.strip():
+        try:  # whole but unterminated (kept), or torn by a writer that died (skipped)
+            last = event_from_json(torn.decode("utf-8", "replace"))
+        except ValueError:
+            pass
+        else:
+            lines.append(torn)
+            if last.type in wanted:
+                events.append(last)
+    return events, _last_stamp(lines)
+
+
+def _parse_into(events: list[Event], raw: bytes, wanted: frozenset[str]) -> None:
+    try:
+        event = event_from_json(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return  # an unreadable line tells a listing nothing
+    if event.type in wanted:
+        events.append(event)
+
+
+def _last_stamp(lines: list[bytes]) -> str:
+    """The envelope timestamp of the last line that has one. Both writers put it after
+    ``data``, so the last occurrence in a line is the envelope's."""
+    for raw in reversed(lines):
+        at = raw.rfind(_TIMESTAMP_KEY)
+        if at == -1:
+            continue
+        match = _STAMP.match(raw, at)
+        if match is not None:
+            return match.group(1).decode("utf-8", "replace")
+    return ""
