@@ -50,9 +50,10 @@ _COUNTED: dict[str, Event] = {
 _NOT_COUNTED = re.compile(rb'"isUserRequested"\s*:\s*true|"agentId"\s*:\s*"[^"]')
 
 
-def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Event], str]:
+def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Event], str, str]:
     """The events of types in ``wanted`` (tool results as bare placeholders), and
-    the timestamp of the log's last whole event (its latest activity)."""
+    the timestamps of the log's first and last whole events (when it began, for a log
+    without session.start, and its latest activity)."""
     data = path.read_bytes()
     events: list[Event] = []
     lines = data.split(b"\n")
@@ -82,7 +83,7 @@ def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Event], str
             lines.append(torn)
             if last.type in wanted:
                 events.append(last)
-    return events, _last_stamp(lines)
+    return events, _first_stamp(lines), _last_stamp(lines)
 
 
 def _parse_into(events: list[Event], raw: bytes, wanted: frozenset[str]) -> None:
@@ -92,6 +93,15 @@ def _parse_into(events: list[Event], raw: bytes, wanted: frozenset[str]) -> None
         return  # an unreadable line tells a listing nothing
     if event.type in wanted:
         events.append(event)
+
+
+def _first_stamp(lines: list[bytes]) -> str:
+    """The envelope timestamp of the first line that has one."""
+    for raw in lines:
+        found = _last_stamp([raw])
+        if found:
+            return found
+    return ""
 
 
 def _last_stamp(lines: list[bytes]) -> str:

@@ -582,8 +582,10 @@ class SessionStore:
             return cached
         from agent.log_scan import listing_events
 
-        events, last = listing_events(path, LISTING_TYPES)
-        summary = summarize_events(events, SessionSummary(id=session_id, path=path))
+        events, first, last = listing_events(path, LISTING_TYPES)
+        # A log without session.start began with its first line (summarize_events says
+        # the same of the events it reads).
+        summary = summarize_events(events, SessionSummary(id=session_id, path=path, started=first))
         summary.updated = last or summary.updated
         if cache is not None:
             cache.put(path, summary)

@@ -419,3 +419,13 @@ def test_a_long_todo_list_shows_the_rows_around_the_current_item() -> None:
         "▸ Step 2",
         "○ Step 3",
     ]
+
+
+def test_the_card_line_of_a_todo_call_is_its_progress() -> None:
+    from agent import todos
+    from widgets.format import summarize_arguments
+
+    args = {"todos": [{"id": "a", "title": "A", "status": "done"}, {"id": "b", "title": "B"}]}
+    items = todos.parse_todos(args)
+    assert items is not None
+    assert summarize_arguments(todos.TOOL_NAME, args) == todos.summary(items)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent import todos
-
 # A turn whose reply the provider cut at its output token limit (finish_reason length).
 LIMIT_CUT_MARK = "✂ cut at the model's output limit"
 
@@ -89,7 +87,11 @@ def summarize_arguments(tool: str, arguments: Any, width: int = 70) -> str:
         return one_line(arguments, width)  # malformed JSON from the model, shown as is
     if not isinstance(arguments, dict) or not arguments:
         return ""
-    if tool == todos.TOOL_NAME:
+    if tool == "update_todos":  # agent.todos.TOOL_NAME
+        # Imported here: the session listing uses this module and must not load the
+        # event models (agent.todos needs them).
+        from agent import todos
+
         items = todos.parse_todos(arguments)
         if items is not None:  # the list itself is drawn from the result
             return one_line(todos.summary(items), width)
