@@ -171,6 +171,20 @@ class SessionCustomNotificationData(EventData):
     version: int | None = None
 
 
+class SessionContextClearedData(EventData):
+    """The model's context was cleared (``/clear``): earlier turns stay in the log
+    and on screen, the model starts from an empty conversation."""
+
+    TYPE = "session.context_cleared"
+    messages_cleared: int
+    initial_message: str | None = None
+
+
+class SessionTitleChangedData(EventData):
+    TYPE = "session.title_changed"
+    title: str
+
+
 class SessionAutopilotStoppedData(EventData):
     """Autopilot stopped continuing without task_complete (e.g. at its cap)."""
 
@@ -194,6 +208,12 @@ class UserMessageData(EventData):
     source: str | None = None
     # Set when a client gave the message an id (the SDK's ``session.send`` result).
     message_id: str | None = None
+    # Files, directories and selections the user attached (the SDK's Attachment
+    # shapes, kept as their wire dicts: ``{"type": "file", "path", "displayName"}``…).
+    attachments: list[dict[str, Any]] | None = None
+    # What the model was given: ``content`` with the attachments' text added. Kept so
+    # resume sends exactly what the live session sent, whatever the files hold now.
+    transformed_content: str | None = None
 
 
 class AssistantTurnStartData(EventData):
@@ -277,6 +297,15 @@ class AssistantUsageData(EventData):
 # --- tools ---------------------------------------------------------------------
 
 
+class ToolUserRequestedData(EventData):
+    """A tool the user ran directly (``!command``), without the model."""
+
+    TYPE = "tool.user_requested"
+    tool_call_id: str
+    tool_name: str
+    arguments: Any = None
+
+
 class ToolExecutionStartData(EventData):
     TYPE = "tool.execution_start"
     tool_call_id: str
@@ -310,6 +339,7 @@ class ToolExecutionCompleteData(EventData):
     error: ToolErrorPayload | None = None
     turn_id: str | None = None
     model: str | None = None
+    is_user_requested: bool | None = None
 
 
 # --- permissions -------------------------------------------------------------
@@ -399,6 +429,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionCompactionCompleteData,
         SessionShutdownData,
         SessionAutopilotStoppedData,
+        SessionContextClearedData,
+        SessionTitleChangedData,
         SessionUsageCheckpointData,
         SessionCustomNotificationData,
         AbortData,
@@ -412,6 +444,7 @@ DATA_TYPES: dict[str, type[EventData]] = {
         AssistantReasoningData,
         AssistantMessageData,
         AssistantUsageData,
+        ToolUserRequestedData,
         ToolExecutionStartData,
         ToolExecutionPartialResultData,
         ToolExecutionCompleteData,

@@ -12,9 +12,12 @@ from typing import Any
 from agent.events import (
     AssistantMessageData,
     Event,
+    SessionContextClearedData,
     ToolExecutionCompleteData,
+    ToolUserRequestedData,
     UserMessageData,
 )
+from agent.shell_escape import shell_context
 
 
 def arguments_json(arguments: Any) -> str:
@@ -38,11 +41,28 @@ class History:
         self.messages: list[dict[str, Any]] = []
         # Tool calls requested but not yet answered, in request order.
         self.open_calls: dict[str, str] = {}
+        # Commands the user ran with ``!``, waiting for their output.
+        self.user_commands: dict[str, Any] = {}
 
     def apply(self, event: Event) -> None:
         match event.data:
-            case UserMessageData(content=content):
-                self.messages.append({"role": "user", "content": content})
+            case UserMessageData(
+                content=content, attachments=attached, transformed_content=transformed
+            ):
+                # With attachments the model was sent their text too (transformedContent).
+                text = transformed if attached and transformed else content
+                self.messages.append({"role": "user", "content": text})
+            case SessionContextClearedData():
+                self.messages = []
+                self.open_calls = {}
+            case ToolUserRequestedData(tool_call_id=call_id, arguments=arguments):
+                self.user_commands[call_id] = arguments
+            case ToolExecutionCompleteData(tool_call_id=call_id, is_user_requested=True) as done:
+                if call_id in self.user_commands:
+                    arguments = self.user_commands.pop(call_id)
+                    self.messages.append(
+                        {"role": "user", "content": shell_context(arguments, done)}
+                    )
             case AssistantMessageData(content=content, tool_requests=requests):
                 message: dict[str, Any] = {"role": "assistant", "content": content or None}
                 if requests:

@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.attachments import expand
 from agent.events import (
     WARNING_OUTPUT_TRUNCATED,
     AbortData,
@@ -152,10 +153,15 @@ class TurnLoop:
         self.outcome = LoopOutcome()
         self._stop_blocks = 0
 
-    async def run(self, prompt: str, message_id: str | None = None) -> LoopOutcome:
+    async def run(
+        self,
+        prompt: str,
+        message_id: str | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> LoopOutcome:
         host = self.host
         try:
-            if not await self._submit(prompt, message_id):
+            if not await self._submit(prompt, message_id, attachments):
                 return self.outcome
             while True:
                 completed = await self._run_until_final()
@@ -212,7 +218,12 @@ class TurnLoop:
         self.outcome.error = error
         self.host.emit(error)
 
-    async def _submit(self, prompt: str, message_id: str | None) -> bool:
+    async def _submit(
+        self,
+        prompt: str,
+        message_id: str | None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> bool:
         """The userPromptSubmitted hook, then the user message. False if it was blocked."""
         host = self.host
         decision = await host.hooks.user_prompt_submitted(prompt)
@@ -228,7 +239,15 @@ class TurnLoop:
             prompt = decision.prompt if decision.prompt is not None else prompt
             if decision.context:
                 prompt = f"{prompt}\n\n{decision.context}"
-        host.emit(UserMessageData(content=prompt, agent_mode=host.mode, message_id=message_id))
+        host.emit(
+            UserMessageData(
+                content=prompt,
+                agent_mode=host.mode,
+                message_id=message_id,
+                attachments=attachments,
+                transformed_content=expand(prompt, attachments) if attachments else None,
+            )
+        )
         return True
 
     def _steer(self) -> bool:

@@ -37,12 +37,14 @@ from agent.events import (
     Event,
     EventData,
     Mode,
+    SessionContextClearedData,
     SessionErrorData,
     SessionIdleData,
     SessionModeChangedData,
     SessionModelChangeData,
     SessionResumeData,
     SessionStartData,
+    SessionTitleChangedData,
     SessionUsageCheckpointData,
     SessionWarningData,
     ToolErrorPayload,
@@ -64,6 +66,7 @@ from agent.prompt import build_system_prompt, git_branch
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
+from agent.shell_escape import run_user_command
 from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
@@ -80,6 +83,7 @@ class _Prompt:
     text: str
     message_id: str | None
     future: asyncio.Future[LoopOutcome]
+    attachments: list[dict[str, Any]] | None = None
 
 
 class Session:
@@ -119,6 +123,7 @@ class Session:
         self._outcome = "in progress"
         self._open_turn: str | None = None
         self._first_prompt = ""
+        self.title = ""  # /rename
         self._created_here = False  # by create(), not resume(): ours to discard if empty
         self._started_at = now_iso()
         self._queue: collections.deque[_Prompt] = collections.deque()
@@ -438,6 +443,8 @@ class Session:
                     self._first_prompt = content
             case SessionModeChangedData(new_mode=mode):
                 self._mode = mode
+            case SessionTitleChangedData(title=title):
+                self.title = title
             case _:
                 pass
 
@@ -532,16 +539,22 @@ class Session:
     # --- control -------------------------------------------------------------
 
     def send(
-        self, prompt: str, *, message_id: str | None = None, immediate: bool = False
+        self,
+        prompt: str,
+        *,
+        message_id: str | None = None,
+        immediate: bool = False,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> asyncio.Future[LoopOutcome]:
         """Queue ``prompt``; the future resolves when its loop has gone idle.
 
         ``immediate`` sends it into the running loop instead, at its next turn (when
         nothing runs, it is queued as usual). ``message_id`` is recorded on its
-        ``user.message``.
+        ``user.message``; so are ``attachments`` (the SDK's shapes), whose text the
+        model receives with the prompt.
         """
         future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
-        item = _Prompt(prompt, message_id, future)
+        item = _Prompt(prompt, message_id, future, attachments or None)
         if immediate and self._current is not None and not self._current.done():
             self._steering.append(item)
             return future
@@ -581,6 +594,21 @@ class Session:
             self._prompts.clear()
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
+    def clear_context(self) -> None:
+        """Start the model's conversation afresh (``/clear``); the log keeps it all."""
+        self.emit(SessionContextClearedData(messages_cleared=len(self.history.messages)))
+
+    def rename(self, title: str) -> None:
+        self.title = title
+        self.emit(SessionTitleChangedData(title=title))
+        self._save_meta()
+
+    async def run_user_command(self, command: str) -> ToolResult:
+        """Run ``!command`` for the user, without the model (see agent.shell_escape)."""
+        if not self._first_prompt:
+            self._first_prompt = f"!{command}"  # worth keeping and listing
+        return await run_user_command(self, command)
+
     def take_steering(self) -> list[tuple[str, str | None]]:
         taken, self._steering = self._steering, []
         self._steered.extend(taken)
@@ -603,7 +631,9 @@ class Session:
                 self.emit(self._storage_error)
                 await self._finish(LoopOutcome(error=self._storage_error), future)
                 continue
-            self._current = asyncio.create_task(TurnLoop(self).run(item.text, item.message_id))
+            self._current = asyncio.create_task(
+                TurnLoop(self).run(item.text, item.message_id, item.attachments)
+            )
             try:
                 outcome = await self._current
             except asyncio.CancelledError:
@@ -674,6 +704,7 @@ class Session:
             "updatedAt": now_iso(),
             "turns": self._turns,
             "firstPrompt": self._first_prompt,
+            "title": self.title,
             "toolCalls": self._tool_calls,
             "inputTokens": totals.input_tokens,
             "outputTokens": totals.output_tokens,

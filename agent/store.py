@@ -33,6 +33,7 @@ from agent.events import (
     SessionModeChangedData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionTitleChangedData,
     SessionUsageCheckpointData,
     SessionWarningData,
     ToolExecutionCompleteData,
@@ -417,6 +418,7 @@ class SessionSummary:
     mode: str = "interactive"
     turns: int = 0
     first_prompt: str = ""
+    title: str = ""  # set by /rename (session.title_changed)
     tool_calls: int = 0
     # completed / error / aborted / stopped / in progress / interrupted (process gone)
     outcome: str = "in progress"
@@ -506,6 +508,7 @@ class SessionStore:
             summary.mode = str(meta.get("mode", "interactive"))
             summary.turns = int(meta.get("turns", 0))
             summary.first_prompt = str(meta.get("firstPrompt", ""))
+            summary.title = str(meta.get("title") or "")
             if "outcome" in meta:
                 summary.tool_calls = int(meta.get("toolCalls", 0))
                 summary.input_tokens = _int(meta.get("inputTokens"))
@@ -557,6 +560,8 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
                 summary.started = started
                 summary.cwd = ctx.cwd if ctx else ""
                 summary.model = model or ""
+            case SessionTitleChangedData(title=title):
+                summary.title = title
             case UserMessageData(content=content, agent_mode=mode):
                 if not summary.first_prompt:
                     summary.first_prompt = content

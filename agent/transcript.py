@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from agent import permission_level
+from agent.attachments import describe
 from agent.blocks import (
     UNKNOWN_TOOL,
     AbortBlock,
@@ -68,6 +69,7 @@ from agent.events import (
     SessionAutopilotStoppedData,
     SessionCompactionCompleteData,
     SessionCompactionStartData,
+    SessionContextClearedData,
     SessionCustomNotificationData,
     SessionErrorData,
     SessionIdleData,
@@ -78,11 +80,13 @@ from agent.events import (
     SessionShutdownData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionTitleChangedData,
     SessionUsageCheckpointData,
     SessionWarningData,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
     ToolExecutionStartData,
+    ToolUserRequestedData,
     UnknownData,
     UserMessageData,
 )
@@ -112,6 +116,7 @@ class Transcript:
         self.branch: str | None = None
         self.model: str | None = None
         self.mode: Mode | None = None
+        self.title = ""  # session.title_changed (/rename)
         self.busy: bool = False
         self.events: int = 0  # events applied
         # session-wide counters
@@ -186,6 +191,24 @@ class Transcript:
                     changes = [self._add(notice)]
                 else:
                     changes = self._retry(turn, d.reason)
+            case ToolUserRequestedData() as d:
+                # The user's own !command: a tool card of its own, outside any turn.
+                start = ToolExecutionStartData(
+                    tool_call_id=d.tool_call_id, tool_name=d.tool_name, arguments=d.arguments
+                )
+                changes = self._tool_start(start, ts)
+            case SessionContextClearedData():
+                message = "Context cleared: the model starts afresh (earlier turns stay above)"
+                notice = NoticeBlock(
+                    self._new_id(), "info", message, subtype="context_cleared", timestamp=ts
+                )
+                changes = [self._add(notice)]
+            case SessionTitleChangedData(title=title):
+                self.title = title
+                notice = NoticeBlock(
+                    self._new_id(), "info", f"Renamed: {title}", subtype="title", timestamp=ts
+                )
+                changes = [self._add(notice)]
             case ToolExecutionStartData() as d:
                 changes = self._tool_start(d, ts)
             case ToolExecutionPartialResultData() as d:
@@ -479,6 +502,7 @@ class Transcript:
             mode=self.mode,
             source=d.source,
             timestamp=ts,
+            attachments=tuple(describe(a) for a in d.attachments or () if isinstance(a, dict)),
         )
         return [self._add(block)]
 
