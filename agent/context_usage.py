@@ -34,6 +34,7 @@ def measure(
     import litellm
 
     litellm.suppress_debug_info = True  # no "Provider List" banner for unknown models
+
     def count(text: str) -> int:
         return int(litellm.token_counter(model=model, text=text)) if text else 0
 

@@ -18,11 +18,14 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
+from agent.attachments import from_mentions
 from agent.events import Event, Mode, SessionIdleData
 from agent.permission_level import Level
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.store import SessionStore
+from app import commands
 from app.app_setup import set_up
+from widgets.completion import Candidate, CompletionMenu
 from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
@@ -50,7 +53,7 @@ STATUS_EVENTS = frozenset(
     }
 )
 
-IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
+IDLE_HINT = "Enter send · / commands · @ files · !shell · Shift+Tab mode · Ctrl+P palette"
 BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
 TIMELINE_HINT = "↑↓ or j/k move between cards · Enter opens one · Tab back to the prompt"
 
@@ -92,6 +95,10 @@ class LoopdeckApp(App[int]):
         # replay's timeline always has it).
         self.timeline.add_class("-show-focus")
         self.prompt = PromptInput(id="prompt")
+        self.menu = CompletionMenu(id="completion")
+        self.prompt.menu = self.menu
+        self.prompt.sources = {"/": commands.candidates, "@": self._file_candidates}
+        self._files: list[str] | None = None  # the workspace, for @ completion
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
         self._status_due = False
@@ -102,6 +109,7 @@ class LoopdeckApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield self.timeline
+        yield self.menu
         yield self.prompt
         yield self.hint
         yield self.status
@@ -147,6 +155,7 @@ class LoopdeckApp(App[int]):
             self.timeline.welcome(Static(_welcome(session), classes="welcome"))
         self.timeline.load(backlog)
         session.subscribe(self._on_event)
+        self._index_files(session.cwd)
         self.status.note = ""
         self._refresh_status()
         if session.mode == "autopilot":  # the demo, --autopilot, a resumed autopilot session
@@ -227,7 +236,24 @@ class LoopdeckApp(App[int]):
     # --- user -> session -----------------------------------------------------------
 
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        self._send(message.text)
+        text = message.text
+        if commands.parse(text) is not None:
+            self.run_worker(commands.run(self, text), group="command")
+        elif text.startswith("!"):
+            self._run_shell(text[1:].strip())
+        else:
+            self._send(text)
+
+    def _run_shell(self, command: str) -> None:
+        session = self.session
+        if session is None:
+            self.say("No session is open yet.")
+        elif not command:
+            self.say("Type a command after the !, e.g. !ls")
+        elif self.working:
+            self.say("A !command runs when the agent is idle (Esc stops the turn).")
+        else:
+            self.run_worker(session.run_user_command(command), group="shell")
 
     def _send(self, text: str) -> None:
         if self.session is None:
@@ -240,7 +266,8 @@ class LoopdeckApp(App[int]):
         # Right after send() the prompt sits in the queue until the runner task starts,
         # even when the session was idle: only a send to a working session is queued.
         was_busy = self.session.busy and not self._idle_now()
-        self.session.send(text)
+        attachments = from_mentions(text, self.session.cwd)
+        self.session.send(text, attachments=attachments or None)
         self._refresh_status()
         if was_busy:
             self.notify("Queued: it will be sent when the agent is done.", timeout=3)
@@ -257,18 +284,122 @@ class LoopdeckApp(App[int]):
             await view.remove()
             self.prompt.focus()
 
+    # --- what commands use (app/commands.py) ---------------------------------------
+
+    @property
+    def working(self) -> bool:
+        """Whether the agent is busy with a prompt now."""
+        return self.session is not None and self.session.busy and not self._idle_now()
+
+    def say(self, text: str) -> None:
+        """Show a command's output at the end of the timeline (not sent to the model)."""
+        self.timeline.mount(Static(text, classes="command-output", markup=False))
+        self.timeline.scroll_end(animate=False)
+
+    def prefill(self, text: str) -> None:
+        self.prompt.text = text
+        self.prompt.move_cursor(self.prompt.document.end)
+        self.prompt.focus()
+
+    def refresh_status(self) -> None:
+        self._refresh_status()
+
+    def set_agent_mode(self, mode: Mode) -> None:
+        """The one way modes change (Shift+Tab, /mode, /plan, /autopilot):
+        autopilot first asks for its permission level when the rules would deny."""
+        session = self.session
+        if session is None or session.permission_level.pending is not None:
+            return
+        if mode == "autopilot" and session.mode != "autopilot":
+            self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+        else:
+            self._set_mode(mode)
+
+    def show_plan(self) -> None:
+        """What /plan shows besides switching to plan mode: the plan view's entry point."""
+        self.say("Plan mode: the model investigates and writes a plan before changing anything.")
+
+    async def switch_model(self, name: str) -> None:
+        from app.model_setup import make_model
+
+        session = self.session
+        if session is None:
+            return
+        try:
+            model = await asyncio.to_thread(make_model, name)
+        except Exception as exc:  # a name the client refuses: say so, keep the current one
+            self.say(f"Model not changed: {exc}")
+            return
+        session.set_model(model)
+        self._refresh_status()
+
+    async def resume_session(self, id_or_prefix: str) -> None:
+        if self._store is None or self._resumer is None:
+            self.say("Sessions cannot be resumed in this run.")
+            return
+        from agent.store import SessionNotFound
+
+        try:
+            session_id = self._store.resolve(id_or_prefix)
+        except (SessionNotFound, ValueError) as exc:
+            self.say(str(exc))
+            return
+        problem = await self._switch_session(session_id)
+        if problem:
+            self.say(f"Not resumed: {problem}")
+
+    async def fork_session(self) -> None:
+        session = self.session
+        if session is None or session.store is None or self._resumer is None:
+            self.say("This session cannot be forked (it is not recorded).")
+            return
+        from agent.fork import fork_log
+
+        await session.persist()
+        original = session.id
+        try:
+            new_id = await asyncio.to_thread(fork_log, session.store, original)
+        except (OSError, ValueError) as exc:
+            self.say(f"Not forked: {exc}")
+            return
+        problem = await self._switch_session(new_id)
+        if problem:
+            self.say(f"Forked to {new_id[:8]} but could not open it: {problem}")
+            return
+        self.say(f"Forked: this is session {new_id[:8]}; {original[:8]} is left as it was.")
+
+    # --- @ completion ------------------------------------------------------------------
+
+    def _index_files(self, cwd: Path) -> None:
+        from agent.file_index import list_workspace
+
+        async def index() -> None:
+            self._files = await asyncio.to_thread(list_workspace, cwd)
+            if self.prompt.has_focus:
+                self.prompt.refresh_completion()  # an @ typed while listing
+
+        self._files = None
+        self.run_worker(index(), name="file-index", group="file-index", exclusive=True)
+
+    def _file_candidates(self, token: str) -> list[Candidate]:
+        from agent.file_index import fuzzy
+
+        if self._files is None:
+            return []
+        return [
+            Candidate(insert=f"@{path}" + ("" if path.endswith("/") else " "), label=path)
+            for path in fuzzy(token[1:], self._files, limit=50)
+        ]
+
     def action_abort(self) -> None:
         if self.session is not None and self.session.busy:
             self.session.abort()
 
     def action_toggle_mode(self) -> None:
         session = self.session
-        if session is None or session.permission_level.pending is not None:
+        if session is None:
             return
-        if session.mode == "autopilot":
-            self._set_mode("interactive")
-        else:
-            self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+        self.set_agent_mode("interactive" if session.mode == "autopilot" else "autopilot")
 
     def _set_mode(self, mode: Mode) -> None:
         if self.session is not None:
@@ -356,6 +487,7 @@ class LoopdeckApp(App[int]):
         yield SystemCommand(
             "Sessions", "Browse, resume, replay or delete sessions (Ctrl+O)", self.action_sessions
         )
+        yield from commands.system_commands(self)
 
 
 def _welcome(session: Session) -> WelcomeText:

@@ -65,9 +65,7 @@ class CompletionMenu(OptionList):
             self.close()
             return
         width = max(len(c.label) for c in self.candidates)
-        self.add_options(
-            [Option(_row(c, width), id=str(i)) for i, c in enumerate(self.candidates)]
-        )
+        self.add_options([Option(_row(c, width), id=str(i)) for i, c in enumerate(self.candidates)])
         self.highlighted = 0
         self.add_class("-open")
 

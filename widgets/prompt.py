@@ -42,7 +42,9 @@ class PromptInput(TextArea):
         self.menu: CompletionMenu | None = None
         self.sources: dict[str, Source] = {}
         self._token_start: tuple[int, int] | None = None
-        self._menu_dismissed = False  # Esc: closed until the text changes
+        # The text when the menu was closed (Esc, or a choice taken): it stays closed
+        # until the text differs.
+        self._dismissed_at: str | None = None
         # Collapsed pastes: marker -> full text.
         self.pastes: dict[str, str] = {}
 
@@ -65,7 +67,8 @@ class PromptInput(TextArea):
         menu = self.menu
         if menu is None:
             return
-        token = None if self._menu_dismissed else self._token()
+        dismissed = self._dismissed_at is not None and self._dismissed_at == self.text
+        token = None if dismissed else self._token()
         source = self.sources.get(token[0][0]) if token is not None else None
         if token is None or source is None:
             self._token_start = None
@@ -75,7 +78,6 @@ class PromptInput(TextArea):
         menu.offer(source(token[0]))
 
     def _on_text_area_changed(self, _: TextArea.Changed) -> None:
-        self._menu_dismissed = False
         self.refresh_completion()
 
     def _accept(self, candidate: Candidate) -> None:
@@ -84,7 +86,7 @@ class PromptInput(TextArea):
             return
         result = self.replace(candidate.insert, start, self.cursor_location)
         self.move_cursor(result.end_location)
-        self._menu_dismissed = True  # until the next keystroke changes the text
+        self._dismissed_at = self.text
         if self.menu is not None:
             self.menu.close()
 
@@ -99,7 +101,7 @@ class PromptInput(TextArea):
             case "down":
                 menu.move(1)
             case "escape":
-                self._menu_dismissed = True
+                self._dismissed_at = self.text
                 menu.close()
             case "tab" | "enter":
                 chosen = menu.chosen
@@ -117,8 +119,7 @@ class PromptInput(TextArea):
     async def _on_paste(self, event: events.Paste) -> None:
         lines = event.text.count("\n") + 1
         if lines < COLLAPSE_LINES or self.read_only:
-            await super()._on_paste(event)
-            return
+            return  # TextArea's own handler (dispatched after this one) inserts it
         event.prevent_default()
         event.stop()
         marker = f"[pasted {lines} lines]"
