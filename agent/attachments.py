@@ -37,6 +37,67 @@ def from_mentions(text: str, cwd: Path) -> list[dict[str, Any]]:
     return out
 
 
+class AttachmentError(ValueError):
+    """An attachment a client sent that cannot be recorded; the message says why."""
+
+
+def normalize(raw: object, cwd: Path) -> list[dict[str, Any]]:
+    """Attachments as a client sent them (the SDK's ``session.send(attachments=…)``)
+    made whole for the record: paths absolute (relative ones are taken from ``cwd``)
+    and a ``displayName`` on each, as the schema requires."""
+    if not isinstance(raw, list):
+        raise AttachmentError("attachments must be a list")
+    out: list[dict[str, Any]] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise AttachmentError("each attachment must be an object")
+        kind = item.get("type")
+        match kind:
+            case "file" | "directory":
+                given = item.get("path")
+                if not isinstance(given, str) or not given:
+                    raise AttachmentError(f"a {kind} attachment needs a path")
+                path = (cwd / Path(given).expanduser()).resolve()
+                name = item.get("displayName")
+                out.append(
+                    {
+                        **item,
+                        "path": str(path),
+                        "displayName": name if isinstance(name, str) and name else given,
+                    }
+                )
+            case "selection":
+                file_path, text = item.get("filePath"), item.get("text")
+                selection = item.get("selection")
+                if not isinstance(file_path, str) or not isinstance(text, str):
+                    raise AttachmentError("a selection attachment needs filePath and text")
+                if not _valid_range(selection):
+                    raise AttachmentError(
+                        "a selection attachment needs selection.start/end {line, character}"
+                    )
+                name = item.get("displayName")
+                out.append(
+                    {**item, "displayName": name if isinstance(name, str) and name else file_path}
+                )
+            case _:
+                raise AttachmentError(
+                    f"attachment type {kind!r} is not supported here (file, directory, selection)"
+                )
+    return out
+
+
+def _valid_range(selection: object) -> bool:
+    if not isinstance(selection, dict):
+        return False
+    for end in ("start", "end"):
+        point = selection.get(end)
+        if not isinstance(point, dict):
+            return False
+        if not all(isinstance(point.get(k), int) for k in ("line", "character")):
+            return False
+    return True
+
+
 def describe(attachment: dict[str, Any]) -> str:
     """A short label for a chip: the display name, or the path."""
     name = attachment.get("displayName") or attachment.get("path") or attachment.get("filePath")
