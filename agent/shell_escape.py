@@ -70,7 +70,11 @@ async def run_user_command(session: Session, command: str) -> ToolResult:
             success=result.success,
             is_user_requested=True,
             result=ToolResultPayload(
-                content=result.content, detailed_content=result.detailed_content
+                content=result.content,
+                # Copilot records the output once when there is nothing more to show.
+                detailed_content=None
+                if result.detailed_content == result.content
+                else result.detailed_content,
             ),
             error=None if result.success else ToolErrorPayload(message=result.error or ""),
         )

@@ -19,8 +19,8 @@ from copilot.generated.session_events import (  # noqa: E402
 )
 
 from tests.test_sdk_runtime import (  # noqa: E402
-    T,
     Recorder,
+    T,
     new_client,
     script,
     within,

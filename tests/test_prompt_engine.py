@@ -1,0 +1,202 @@
+"""The engine under the prompt's conventions, without the app: the events recorded
+for ``!command``, ``/clear``, ``/rename`` and attachments (official parser, Copilot's
+own shape), what the model is sent live and after resume, the workspace index and
+its fuzzy match, and the command registry's parsing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent import attachments as att
+from agent.file_index import fuzzy, list_workspace
+from agent.permissions import PermissionPolicy
+from agent.session import Session
+from agent.store import SessionStore
+from app import commands
+from tests.scripting import new_session, scripted
+
+FIXTURE = Path(__file__).parent / "fixtures" / "copilot-real" / "irrlicht-shell-escape-command"
+
+
+def allow_all() -> PermissionPolicy:
+    policy = PermissionPolicy()
+    policy.allow_all = True
+    return policy
+
+
+# --- the record --------------------------------------------------------------------------
+
+
+async def test_a_bang_command_is_recorded_in_copilots_shape(tmp_path: Path) -> None:
+    session, recorder = await new_session(scripted([]), tmp_path, policy=allow_all())
+    result = await session.run_user_command("echo hello")
+    assert result.success
+    ours = [e.wire() for e in recorder.events if not e.ephemeral]
+    real = [json.loads(line) for line in (FIXTURE / "events.jsonl").read_text().splitlines()]
+    real_request = next(e for e in real if e["type"] == "tool.user_requested")
+    real_done = next(e for e in real if e["data"].get("isUserRequested"))
+    ours = [e for e in ours if e["type"] in ("tool.user_requested", "tool.execution_complete")]
+    assert [e["type"] for e in ours] == ["tool.user_requested", "tool.execution_complete"]
+    request, done = ours[0]["data"], ours[1]["data"]
+    # Field for field what Copilot wrote for `!echo hello` (the call id aside).
+    assert request["toolName"] == real_request["data"]["toolName"]
+    assert request["arguments"] == real_request["data"]["arguments"]
+    assert set(done) == set(real_done["data"])
+    assert real_done["data"]["result"] == {"content": "hello"}
+    # The same result object; ours also tells the exit status, as the bash tool does.
+    assert list(done["result"]) == ["content"]
+    assert done["result"]["content"] == "hello\n<exited with exit code 0>"
+    assert done["toolCallId"] == request["toolCallId"]
+
+
+async def test_every_new_event_passes_the_official_parser(tmp_path: Path) -> None:
+    from copilot.generated.session_events import session_event_from_dict
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("alpha\n", encoding="utf-8")
+    store = SessionStore(tmp_path / "home")
+    session, _ = await new_session(
+        scripted([{"text": "ok"}, {"text": "ok"}]), tmp_path, store=store, policy=allow_all()
+    )
+    await session.send_and_wait("first")
+    session.clear_context()
+    session.rename("A title")
+    await session.run_user_command("echo hi")
+    attached = att.from_mentions("see @a.txt and @.", session.cwd)
+    await session.send("see @a.txt and @.", attachments=attached)
+    await session.close()
+    lines = store.events_path(session.id).read_text("utf-8").splitlines()
+    types = set()
+    for line in lines:
+        parsed = session_event_from_dict(json.loads(line))
+        types.add(parsed.type.value)
+        assert parsed.type.value != "unknown", line
+    assert {
+        "session.context_cleared",
+        "session.title_changed",
+        "tool.user_requested",
+        "tool.execution_complete",
+        "user.message",
+    } <= types
+    user = [json.loads(x)["data"] for x in lines if '"user.message"' in x][-1]
+    assert [a["type"] for a in user["attachments"]] == ["file", "directory"]
+
+
+async def test_resume_sends_the_model_what_the_live_session_sent(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("alpha\n", encoding="utf-8")
+    store = SessionStore(tmp_path / "home")
+    model = scripted([{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    session, _ = await new_session(model, tmp_path, store=store, policy=allow_all())
+    await session.send_and_wait("forget me")
+    session.clear_context()
+    await session.run_user_command("echo from-the-user")
+    await session.send("read @a.txt", attachments=att.from_mentions("read @a.txt", ws))
+    await session.send_and_wait("and?")
+    live = model.seen_messages[-1][1:]  # without the system prompt
+    (ws / "a.txt").write_text("changed since\n", encoding="utf-8")
+    await session.close()
+
+    resumed = await Session.resume(store=store, session_id=session.id, model=model, cwd=ws)
+    try:
+        assert resumed.history.messages[: len(live)] == live
+    finally:
+        await resumed.close()
+    contents = [m["content"] for m in live]
+    assert not any("forget me" in str(c) for c in contents)  # cleared
+    assert contents[0].startswith("The user ran a shell command themselves:\n$ echo from-the")
+    assert "alpha" in contents[1] and contents[1].startswith("read @a.txt")
+
+
+async def test_rename_is_shown_in_the_session_listing(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    session, _ = await new_session(scripted([{"text": "ok"}]), tmp_path, store=store)
+    await session.send_and_wait("hello")
+    session.rename("Parser work")
+    await session.close()
+    assert store.summary(session.id).title == "Parser work"
+    (store.session_dir(session.id) / "session.json").unlink(missing_ok=True)
+    for meta in store.session_dir(session.id).glob("*.json"):
+        meta.unlink()  # without metadata the log itself tells
+    assert store.summary(session.id).title == "Parser work"
+
+
+# --- attachments -------------------------------------------------------------------------
+
+
+def test_a_big_file_is_cut_with_a_note(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    big.write_text("x" * (att.MAX_FILE_BYTES + 500), encoding="utf-8")
+    text = att.expand("look", [{"type": "file", "path": str(big), "displayName": "big.log"}])
+    assert text.startswith('look\n\n<attached_file path="big.log">')
+    assert text.count("x") == att.MAX_FILE_BYTES
+    assert f"only the first {att.MAX_FILE_BYTES:,} of {att.MAX_FILE_BYTES + 500:,} bytes" in text
+
+
+def test_mentions_attach_only_what_exists(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text("", encoding="utf-8")
+    found = att.from_mentions("mail me@example.com, see @src/m.py and @src, not @nope", tmp_path)
+    assert found == [
+        {"type": "file", "path": str(tmp_path / "src" / "m.py"), "displayName": "src/m.py"},
+        {"type": "directory", "path": str(tmp_path / "src"), "displayName": "src"},
+    ]
+
+
+def test_normalize_refuses_what_it_cannot_record(tmp_path: Path) -> None:
+    with pytest.raises(att.AttachmentError, match="needs a path"):
+        att.normalize([{"type": "file"}], tmp_path)
+    with pytest.raises(att.AttachmentError, match="not supported"):
+        att.normalize([{"type": "github_url", "url": "x"}], tmp_path)
+    assert att.normalize([{"type": "file", "path": "a"}], tmp_path) == [
+        {"type": "file", "path": str(tmp_path / "a"), "displayName": "a"}
+    ]
+
+
+# --- the workspace index -----------------------------------------------------------------
+
+
+def _tree(root: Path, names: list[str]) -> None:
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("", encoding="utf-8")
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_the_index_respects_gitignore(tmp_path: Path, git: bool) -> None:
+    _tree(tmp_path, ["src/app.py", "build/out.bin", "debug.log", "docs/guide.md"])
+    (tmp_path / ".gitignore").write_text("build/\n*.log\n", encoding="utf-8")
+    if git:
+        subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    files = list_workspace(tmp_path)
+    assert "src/app.py" in files and "docs/guide.md" in files and "src/" in files
+    assert not any(f.startswith("build") or f.endswith(".log") for f in files)
+
+
+def test_fuzzy_prefers_the_file_name_then_tighter_matches() -> None:
+    paths = ["docs/parser-notes.md", "src/parser.py", "src/pa/r/s/e/r.py", "tests/test_parser.py"]
+    assert fuzzy("parser", paths)[:2] == ["src/parser.py", "docs/parser-notes.md"]
+    assert fuzzy("tstpar", paths)[0] == "tests/test_parser.py"
+    assert fuzzy("prsr", paths)[0] == "src/parser.py"  # letters apart, shortest wins the tie
+    assert fuzzy("zzz", paths) == []
+
+
+# --- the registry ------------------------------------------------------------------------
+
+
+def test_command_parsing_and_suggestions() -> None:
+    assert commands.parse("/rename  My title ") == ("rename", "My title")
+    assert commands.parse("/usr/bin/env broke") is None
+    assert commands.parse("// comment") is None
+    assert commands.nearest("hepl") == "help"
+    assert commands.nearest("forkk") == "fork"
+    first = commands.candidates("/re")
+    assert [c.label for c in first][:2] == ["/resume [id]", "/rename <title>"]
+    rename = next(c for c in first if c.label.startswith("/rename"))
+    assert rename.insert == "/rename " and not rename.submit  # it needs its argument
