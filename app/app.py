@@ -53,7 +53,7 @@ STATUS_EVENTS = frozenset(
     }
 )
 
-IDLE_HINT = "Enter send · / commands · @ files · !shell · Shift+Tab mode · Ctrl+P palette"
+IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
 BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
 TIMELINE_HINT = "↑↓ or j/k move between cards · Enter opens one · Tab back to the prompt"
 

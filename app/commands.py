@@ -280,7 +280,7 @@ async def _exit(app: LoopdeckApp, _: str) -> None:
 REGISTRY: tuple[Command, ...] = (
     Command("help", "list commands and keys", _help),
     Command("model", "switch model (a picker, or name one)", _model, "[name]"),
-    Command("mode", "show or set the mode", _mode, "[interactive|plan|autopilot]"),
+    Command("mode", "show or set the mode", _mode, "[mode]"),
     Command("plan", "plan mode: investigate and write a plan first", _plan),
     Command("autopilot", "autopilot mode: work until the task is done", _autopilot),
     Command("clear", "fresh context for the model; earlier turns stay visible", _clear),

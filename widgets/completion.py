@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-MAX_SHOWN = 8  # rows; more candidates scroll
+CHROME = 6  # columns the menu's margin, border and scrollbar take
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,10 @@ class CompletionMenu(OptionList):
             self.close()
             return
         width = max(len(c.label) for c in self.candidates)
-        self.add_options([Option(_row(c, width), id=str(i)) for i, c in enumerate(self.candidates)])
+        # One line per entry: the help is cut to the room left (border, scrollbar).
+        room = (self.size.width or self.app.size.width) - CHROME
+        rows = [_row(c, width, room) for c in self.candidates]
+        self.add_options([Option(row, id=str(i)) for i, row in enumerate(rows)])
         self.highlighted = 0
         self.add_class("-open")
 
@@ -86,11 +89,12 @@ class CompletionMenu(OptionList):
         return self.candidates[index]
 
 
-def _row(candidate: Candidate, width: int) -> Text:
+def _row(candidate: Candidate, width: int, room: int) -> Text:
     row = Text(candidate.label.ljust(width), style="bold")
     if candidate.help:
         row.append("  ")
         row.append(candidate.help, style="dim")
-    row.no_wrap = True
-    row.overflow = "ellipsis"
+    if room > 0 and row.cell_len > room:
+        row.truncate(room - 1)
+        row.append("…", style="dim")
     return row
