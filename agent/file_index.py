@@ -47,8 +47,16 @@ def _git_files(root: Path) -> list[str] | None:
     if done.returncode != 0:
         return None
     names = done.stdout.decode("utf-8", errors="replace").split("\0")
-    # Deleted but still tracked files are not offered.
-    return [n for n in dict.fromkeys(names) if n and (root / n).exists()][:MAX_FILES]
+    # Deleted but still tracked files are not offered (asked of git: no stat per file).
+    deleted = subprocess.run(
+        ["git", "ls-files", "-z", "--deleted"],
+        cwd=root,
+        capture_output=True,
+        timeout=20,
+        check=False,
+    )
+    gone = set(deleted.stdout.decode("utf-8", errors="replace").split("\0"))
+    return [n for n in dict.fromkeys(names) if n and n not in gone][:MAX_FILES]
 
 
 def _ignore_patterns(root: Path) -> list[str]:
@@ -100,6 +108,10 @@ def fuzzy(query: str, paths: list[str], limit: int = 50) -> list[str]:
     """
     if not query:
         return sorted(paths, key=lambda p: (p.count("/"), len(p), p))[:limit]
+    return [item[3] for item in heapq.nsmallest(limit, _scored(query, paths))]
+
+
+def _scored(query: str, paths: list[str]) -> list[tuple[int, int, int, str]]:
     needle = query.lower()
     pattern = re.compile(".*?".join(re.escape(c) for c in needle), re.IGNORECASE)
     scored: list[tuple[int, int, int, str]] = []
@@ -116,4 +128,25 @@ def fuzzy(query: str, paths: list[str], limit: int = 50) -> list[str]:
         else:
             rank = 3
         scored.append((rank, match.end() - match.start(), len(path), path))
-    return [item[3] for item in heapq.nsmallest(limit, scored)]
+    return scored
+
+
+class FuzzyIndex:
+    """:func:`fuzzy` for one list, typed a letter at a time: a query that extends the
+    previous one is matched only against the previous matches (a subsequence of the
+    longer query is one of the shorter)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self._last: tuple[str, list[str]] | None = None
+
+    def search(self, query: str, limit: int = 50) -> list[str]:
+        if not query:
+            self._last = None
+            return fuzzy(query, self.paths, limit)
+        base = self.paths
+        if self._last is not None and query.lower().startswith(self._last[0]):
+            base = self._last[1]
+        scored = _scored(query, base)
+        self._last = (query.lower(), [item[3] for item in scored])
+        return [item[3] for item in heapq.nsmallest(limit, scored)]

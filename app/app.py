@@ -34,6 +34,8 @@ from widgets.timeline import Timeline
 from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
+    from agent.file_index import FuzzyIndex
+
     # The session (and the loop and tools it brings) is imported by the opener, after
     # the first frame.
     from agent.session import Session
@@ -98,7 +100,7 @@ class LoopdeckApp(App[int]):
         self.menu = CompletionMenu(id="completion")
         self.prompt.menu = self.menu
         self.prompt.sources = {"/": commands.candidates, "@": self._file_candidates}
-        self._files: list[str] | None = None  # the workspace, for @ completion
+        self._files: FuzzyIndex | None = None  # the workspace, for @ completion
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
         self._status_due = False
@@ -371,10 +373,10 @@ class LoopdeckApp(App[int]):
     # --- @ completion ------------------------------------------------------------------
 
     def _index_files(self, cwd: Path) -> None:
-        from agent.file_index import list_workspace
+        from agent.file_index import FuzzyIndex, list_workspace
 
         async def index() -> None:
-            self._files = await asyncio.to_thread(list_workspace, cwd)
+            self._files = FuzzyIndex(await asyncio.to_thread(list_workspace, cwd))
             if self.prompt.has_focus:
                 self.prompt.refresh_completion()  # an @ typed while listing
 
@@ -382,13 +384,11 @@ class LoopdeckApp(App[int]):
         self.run_worker(index(), name="file-index", group="file-index", exclusive=True)
 
     def _file_candidates(self, token: str) -> list[Candidate]:
-        from agent.file_index import fuzzy
-
         if self._files is None:
             return []
         return [
             Candidate(insert=f"@{path}" + ("" if path.endswith("/") else " "), label=path)
-            for path in fuzzy(token[1:], self._files, limit=50)
+            for path in self._files.search(token[1:], limit=50)
         ]
 
     def action_abort(self) -> None:

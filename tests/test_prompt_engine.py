@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent import attachments as att
-from agent.file_index import fuzzy, list_workspace
+from agent.file_index import FuzzyIndex, fuzzy, list_workspace
 from agent.permissions import PermissionPolicy
 from agent.session import Session
 from agent.store import SessionStore
@@ -185,6 +185,13 @@ def test_fuzzy_prefers_the_file_name_then_tighter_matches() -> None:
     assert fuzzy("tstpar", paths)[0] == "tests/test_parser.py"
     assert fuzzy("prsr", paths)[0] == "src/parser.py"  # letters apart, shortest wins the tie
     assert fuzzy("zzz", paths) == []
+
+
+def test_typing_on_narrows_the_last_matches_to_the_same_result() -> None:
+    paths = [f"src/pkg{i % 9}/mod_{i}.py" for i in range(500)] + ["docs/", "docs/modes.md"]
+    index = FuzzyIndex(paths)
+    for query in ("m", "mo", "mod", "mod_1", "mod_1", "mo", "doc", "d"):
+        assert index.search(query, 20) == fuzzy(query, paths, 20), query
 
 
 # --- the registry ------------------------------------------------------------------------
