@@ -15,7 +15,7 @@ from agent import attachments as att
 from agent.file_index import FuzzyIndex, fuzzy, list_workspace
 from agent.permissions import PermissionPolicy
 from agent.session import Session
-from agent.store import SessionStore
+from agent.store import SessionStore, read_events
 from app import commands
 from tests.scripting import new_session, scripted
 
@@ -124,6 +124,40 @@ async def test_rename_is_shown_in_the_session_listing(tmp_path: Path) -> None:
     for meta in store.session_dir(session.id).glob("*.json"):
         meta.unlink()  # without metadata the log itself tells
     assert store.summary(session.id).title == "Parser work"
+
+
+def test_replay_and_export_draw_the_new_events(tmp_path: Path) -> None:
+    from agent.blocks import NoticeBlock, ToolCallBlock, UserBlock
+    from agent.transcript import fold
+    from app.export import to_html, to_markdown
+
+    # Copilot's own !echo hello: a card with its output, not a raw row.
+    copilot = fold(read_events(FIXTURE / "events.jsonl").events, replay=True)
+    shells = [b for b in copilot.items if isinstance(b, ToolCallBlock)]
+    assert [(b.name, b.status, b.result) for b in shells] == [("local_shell", "success", "hello")]
+    lines = [
+        '{"type":"user.message","data":{"content":"see @a.txt","attachments":[{"type":"file",'
+        '"path":"/w/a.txt","displayName":"a.txt"}],"transformedContent":"see @a.txt + text"},'
+        '"id":"00000000-0000-4000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z",'
+        '"parentId":null}',
+        '{"type":"session.context_cleared","data":{"messagesCleared":2},'
+        '"id":"00000000-0000-4000-8000-000000000002","timestamp":"2026-01-01T00:00:01.000Z",'
+        '"parentId":"00000000-0000-4000-8000-000000000001"}',
+        '{"type":"session.title_changed","data":{"title":"Cart fixes"},'
+        '"id":"00000000-0000-4000-8000-000000000003","timestamp":"2026-01-01T00:00:02.000Z",'
+        '"parentId":"00000000-0000-4000-8000-000000000002"}',
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    t = fold(read_events(path).events, replay=True)
+    user, cleared, renamed = t.items
+    assert isinstance(user, UserBlock) and user.attachments == ("a.txt",)
+    assert isinstance(cleared, NoticeBlock) and cleared.subtype == "context_cleared"
+    assert isinstance(renamed, NoticeBlock) and renamed.message == "Renamed: Cart fixes"
+    assert t.title == "Cart fixes"
+    markdown = to_markdown(t)
+    assert "`@a.txt`" in markdown and "*Renamed: Cart fixes*" in markdown
+    assert '<span class="chip">@a.txt</span>' in to_html(t)
 
 
 # --- attachments -------------------------------------------------------------------------
