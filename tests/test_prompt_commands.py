@@ -4,6 +4,7 @@ and ``@``, slash commands (/clear, /fork, /model, /rename, an unknown one),
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -372,3 +373,75 @@ async def test_a_long_paste_collapses_and_the_full_text_is_sent(tmp_path: Path) 
         h.app.post_message(events.Paste("a\nb"))
         await pilot.pause()
         assert h.app.prompt.text == "a\nb"
+
+
+async def test_context_shows_the_window_use_by_part(tmp_path: Path) -> None:
+    h = Harness(ANSWERS, make_workspace(tmp_path))
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "count me")
+        await wait_idle(pilot, h)
+        await send(pilot, h, "/context")
+        # The first count imports litellm (in a thread): seconds on a loaded machine.
+        deadline = 120.0
+        start = asyncio.get_running_loop().time()
+        while not outputs(h.app):
+            assert asyncio.get_running_loop().time() - start < deadline, "no /context output"
+            await pilot.pause(0.05)
+        shown = outputs(h.app)[-1]
+        assert shown.startswith(f"Context for {h.session.model.name}")
+        for part in ("system prompt", "tools", "messages", "total", "Session usage"):
+            assert part in shown
+        assert "(2 messages)" in shown  # the prompt and the answer
+
+
+async def test_workspace_commands(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    (ws / "AGENTS.md").write_text("Be brief.\n", encoding="utf-8")
+    other = tmp_path / "other"
+    other.mkdir()
+    h = Harness(ANSWERS, ws)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "/add-dir ../other")
+        await wait_for(pilot, lambda: len(outputs(h.app)) == 1, "add-dir")
+        assert h.session.extra_dirs == [other.resolve()]
+        await send(pilot, h, "/cwd")
+        await wait_for(pilot, lambda: len(outputs(h.app)) == 2, "cwd")
+        assert outputs(h.app)[-1] == (
+            f"Working directory: {h.session.cwd}\nAlso allowed: {other.resolve()}"
+        )
+        await send(pilot, h, "/instructions")
+        await wait_for(pilot, lambda: len(outputs(h.app)) == 3, "instructions")
+        assert str(ws / "AGENTS.md") in outputs(h.app)[-1]
+        await send(pilot, h, "/allow-all")
+        await wait_for(pilot, lambda: h.session.permission_level.level == "allow-all", "level")
+        assert h.session.permissions.policy.allow_all
+        assert h.model.calls == 0
+
+
+async def test_export_writes_the_session(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    store = SessionStore(tmp_path / "home")
+    model = scripted(ANSWERS)
+
+    async def opener() -> Session:
+        return await Session.create(model=model, cwd=ws, store=store)
+
+    app = LoopdeckApp(opener, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.session is not None, "the session")
+        app.prompt.text = "hello there"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: model.calls == 1 and not app.working, "the answer")
+        app.prompt.text = "/export notes/out.md"
+        await pilot.press("enter")
+        target = ws / "notes" / "out.md"
+        await wait_for(pilot, lambda: bool(outputs(app)), "the export")
+        assert outputs(app)[-1].startswith("Not exported:")  # no such folder: said, not lost
+        (ws / "notes").mkdir()
+        app.prompt.text = "/export notes/out.md"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: target.exists(), "the file")
+        text = target.read_text("utf-8")
+        assert "hello there" in text and "first answer" in text
