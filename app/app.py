@@ -35,6 +35,7 @@ from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     from agent.file_index import FuzzyIndex
+    from agent.models.base import ModelClient
 
     # The session (and the loop and tools it brings) is imported by the opener, after
     # the first frame.
@@ -84,8 +85,11 @@ class LoopdeckApp(App[int]):
         nudge_cap: int | None = None,
         resumer: Callable[[str], Awaitable[Session]] | None = None,
         store: SessionStore | None = None,
+        model_factory: Callable[[str], ModelClient] | None = None,
     ) -> None:
         super().__init__()
+        # How /model builds a client for a name (the CLI's flags apply; see app/tui.py).
+        self._model_factory = model_factory
         self._opener = opener
         self._resumer = resumer
         self._store = store
@@ -328,7 +332,7 @@ class LoopdeckApp(App[int]):
         if session is None:
             return
         try:
-            model = await asyncio.to_thread(make_model, name)
+            model = await asyncio.to_thread(self._model_factory or make_model, name)
         except Exception as exc:  # a name the client refuses: say so, keep the current one
             self.say(f"Model not changed: {exc}")
             return

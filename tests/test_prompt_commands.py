@@ -445,3 +445,20 @@ async def test_export_writes_the_session(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: target.exists(), "the file")
         text = target.read_text("utf-8")
         assert "hello there" in text and "first answer" in text
+
+
+async def test_model_uses_the_apps_model_factory(tmp_path: Path) -> None:
+    """/model builds the client as the command line does (its flags apply), not bare."""
+    made: list[str] = []
+
+    def fake_factory(name: str) -> Any:
+        made.append(name)
+        return scripted([{"text": "from the new model"}], label="switched")
+
+    h = Harness(ANSWERS, make_workspace(tmp_path), model_factory=fake_factory)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "/model openai/gpt-5")
+        await wait_for(pilot, lambda: bool(h.recorder.of("session.model_change")), "switch")
+        assert made == ["openai/gpt-5"]
+        assert h.session.model.name == "scripted:switched"
