@@ -124,7 +124,9 @@ class LoopHost(Protocol):
         """None if the call may run, else the failed result the model reads."""
         ...
 
-    def take_steering(self) -> list[tuple[str, str | None]]:
+    def take_steering(
+        self,
+    ) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:
         """Messages sent into the running loop since last asked: (text, message id)."""
         ...
 
@@ -239,23 +241,30 @@ class TurnLoop:
             prompt = decision.prompt if decision.prompt is not None else prompt
             if decision.context:
                 prompt = f"{prompt}\n\n{decision.context}"
+        self._user_message(prompt, message_id, attachments)
+        return True
+
+    def _user_message(
+        self, text: str, message_id: str | None, attachments: list[dict[str, Any]] | None
+    ) -> None:
+        host = self.host
         host.emit(
             UserMessageData(
-                content=prompt,
+                content=text,
                 agent_mode=host.mode,
                 message_id=message_id,
                 attachments=attachments,
-                transformed_content=expand(prompt, attachments) if attachments else None,
+                # What the model reads: the text, then each attachment's content.
+                transformed_content=expand(text, attachments) if attachments else None,
             )
         )
-        return True
 
     def _steer(self) -> bool:
         """Record messages sent while the loop ran; they join the next turn."""
         host = self.host
         steering = host.take_steering()
-        for text, message_id in steering:
-            host.emit(UserMessageData(content=text, agent_mode=host.mode, message_id=message_id))
+        for text, message_id, attachments in steering:
+            self._user_message(text, message_id, attachments)
         return bool(steering)
 
     async def _stop_blocked(self, stop_reason: str) -> bool:

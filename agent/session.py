@@ -609,10 +609,10 @@ class Session:
             self._first_prompt = f"!{command}"  # worth keeping and listing
         return await run_user_command(self, command)
 
-    def take_steering(self) -> list[tuple[str, str | None]]:
+    def take_steering(self) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:
         taken, self._steering = self._steering, []
         self._steered.extend(taken)
-        return [(item.text, item.message_id) for item in taken]
+        return [(item.text, item.message_id, item.attachments) for item in taken]
 
     async def _run_queue(self) -> None:
         while self._queue:

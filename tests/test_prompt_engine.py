@@ -241,3 +241,32 @@ def test_command_parsing_and_suggestions() -> None:
     assert [c.label for c in first][:2] == ["/resume [id]", "/rename <title>"]
     rename = next(c for c in first if c.label.startswith("/rename"))
     assert rename.insert == "/rename " and not rename.submit  # it needs its argument
+
+
+async def test_a_message_steered_into_a_running_loop_keeps_its_attachments(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from tests.test_app_pilot import FakeGateTool
+
+    gate = FakeGateTool()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "b.txt").write_text("bravo-content\n", encoding="utf-8")
+    model = scripted(
+        [{"text": "", "tool_calls": [{"name": "gate", "arguments": {}}]}, {"text": "done"}]
+    )
+    session, recorder = await new_session(model, tmp_path, registry_factory=gate.registry)
+    running = session.send("start")
+    while not recorder.of("tool.execution_start"):
+        await asyncio.sleep(0.01)
+    steered = session.send(
+        "also @b.txt", immediate=True, attachments=att.from_mentions("also @b.txt", ws)
+    )
+    gate.opened.set()
+    await asyncio.wait_for(asyncio.gather(running, steered), 10)
+    message = recorder.of("user.message")[-1].wire()["data"]
+    assert message["content"] == "also @b.txt"
+    assert message["attachments"][0]["displayName"] == "b.txt"
+    assert "bravo-content" in model.seen_messages[-1][-1]["content"]
