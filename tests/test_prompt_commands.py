@@ -462,3 +462,25 @@ async def test_model_uses_the_apps_model_factory(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: bool(h.recorder.of("session.model_change")), "switch")
         assert made == ["openai/gpt-5"]
         assert h.session.model.name == "scripted:switched"
+
+
+async def test_history_walks_past_a_recalled_command_without_the_menu(tmp_path: Path) -> None:
+    h = Harness(ANSWERS, make_workspace(tmp_path))
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "hello")
+        await wait_idle(pilot, h)
+        await send(pilot, h, "/cwd")
+        await wait_for(pilot, lambda: bool(outputs(h.app)), "cwd")
+        await pilot.press("up")
+        assert h.app.prompt.text == "/cwd" and not h.app.menu.is_open
+        await pilot.press("up")
+        assert h.app.prompt.text == "hello"
+
+
+async def test_exit_quits(tmp_path: Path) -> None:
+    h = Harness(ANSWERS, make_workspace(tmp_path))
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "/exit")
+        await wait_for(pilot, lambda: h.app.return_code == 0, "the exit")

@@ -213,6 +213,8 @@ class PromptInput(TextArea):
         self._set(self.sent[self._history_index])
 
     def _set(self, text: str) -> None:
+        # A recalled "/command" opens no menu: Up/Down keep walking the history.
+        self._dismissed_at = text
         self.text = text
         last = self.document.line_count - 1
         self.move_cursor((last, len(self.document.get_line(last))))
