@@ -9,6 +9,7 @@ rules and sandbox apply; its output joins the model's next turn (see
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 TOOL_NAME = "local_shell"  # Copilot's name for the user's own shell command
 SHELL_TOOL = "bash"
+INTERRUPTED = "Stopped by the user before it finished."
 
 
 def parse(text: str) -> str | None:
@@ -62,8 +64,17 @@ async def run_user_command(session: Session, command: str) -> ToolResult:
     request = ToolRequest(tool_call_id=call_id, name=SHELL_TOOL, arguments={"command": command})
     try:
         result = await _run(session, request)
+    except asyncio.CancelledError:
+        # Stopped by the user (Esc): the record is closed as the loop closes its calls.
+        _complete(session, call_id, ToolResult.failure(INTERRUPTED), code="interrupted")
+        raise
     except Exception as exc:  # recorded as the command's failure; the session goes on
         result = ToolResult.failure(f"{type(exc).__name__}: {exc}")
+    _complete(session, call_id, result)
+    return result
+
+
+def _complete(session: Session, call_id: str, result: ToolResult, code: str | None = None) -> None:
     session.emit(
         ToolExecutionCompleteData(
             tool_call_id=call_id,
@@ -76,10 +87,11 @@ async def run_user_command(session: Session, command: str) -> ToolResult:
                 if result.detailed_content == result.content
                 else result.detailed_content,
             ),
-            error=None if result.success else ToolErrorPayload(message=result.error or ""),
+            error=None
+            if result.success
+            else ToolErrorPayload(message=result.error or "", code=code),
         )
     )
-    return result
 
 
 async def _run(session: Session, request: ToolRequest) -> ToolResult:

@@ -34,12 +34,15 @@ from widgets.timeline import Timeline
 from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
+    from textual.worker import Worker
+
     from agent.file_index import FuzzyIndex
     from agent.models.base import ModelClient
 
     # The session (and the loop and tools it brings) is imported by the opener, after
     # the first frame.
     from agent.session import Session
+    from agent.tools.base import ToolResult
 
 SessionOpener = Callable[[], Awaitable["Session"]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
@@ -105,6 +108,7 @@ class LoopdeckApp(App[int]):
         self.prompt.menu = self.menu
         self.prompt.sources = {"/": commands.candidates, "@": self._file_candidates}
         self._files: FuzzyIndex | None = None  # the workspace, for @ completion
+        self._shell: Worker[ToolResult] | None = None  # a !command running
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
         self._status_due = False
@@ -259,7 +263,7 @@ class LoopdeckApp(App[int]):
         elif self.working:
             self.say("A !command runs when the agent is idle (Esc stops the turn).")
         else:
-            self.run_worker(session.run_user_command(command), group="shell")
+            self._shell = self.run_worker(session.run_user_command(command), group="shell")
 
     def _send(self, text: str) -> None:
         if self.session is None:
@@ -396,6 +400,8 @@ class LoopdeckApp(App[int]):
         ]
 
     def action_abort(self) -> None:
+        if self._shell is not None and self._shell.is_running:
+            self._shell.cancel()  # a !command the user started
         if self.session is not None and self.session.busy:
             self.session.abort()
 

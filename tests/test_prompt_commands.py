@@ -484,3 +484,19 @@ async def test_exit_quits(tmp_path: Path) -> None:
         await started(pilot, h)
         await send(pilot, h, "/exit")
         await wait_for(pilot, lambda: h.app.return_code == 0, "the exit")
+
+
+async def test_esc_stops_a_running_bang_command(tmp_path: Path) -> None:
+    h = Harness(ANSWERS, make_workspace(tmp_path))
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "!sleep 60")
+        await answer_permission(pilot, h, "y")
+        await wait_for(pilot, lambda: bool(h.recorder.of("permission.completed")), "allowed")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: bool(h.recorder.of("tool.execution_complete")), "stopped")
+        done = h.recorder.of("tool.execution_complete")[0].wire()["data"]
+        assert done["success"] is False and done["error"]["code"] == "interrupted"
+        assert done["isUserRequested"] is True
+        card = h.app.query_one(ToolCard)
+        assert card.block.status == "interrupted"
