@@ -500,3 +500,21 @@ async def test_esc_stops_a_running_bang_command(tmp_path: Path) -> None:
         assert done["isUserRequested"] is True
         card = h.app.query_one(ToolCard)
         assert card.block.status == "interrupted"
+
+
+async def test_a_bang_command_waits_for_an_idle_agent(tmp_path: Path) -> None:
+    from tests.test_app_pilot import FakeGateTool
+
+    gate = FakeGateTool()
+    turns = [{"text": "", "tool_calls": [{"name": "gate", "arguments": {}}]}, {"text": "ok"}]
+    h = Harness(turns, make_workspace(tmp_path), registry_factory=gate.registry)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "go")
+        await wait_for(pilot, lambda: bool(h.recorder.of("tool.execution_start")), "busy")
+        await send(pilot, h, "!ls")
+        await wait_for(pilot, lambda: bool(outputs(h.app)), "the refusal")
+        assert outputs(h.app) == ["A !command runs when the agent is idle (Esc stops the turn)."]
+        gate.opened.set()
+        await wait_idle(pilot, h)
+        assert h.recorder.of("tool.user_requested") == []
