@@ -368,6 +368,15 @@ class Session:
             )
         if self._open_turn is not None:
             self.emit(AssistantTurnEndData(turn_id=self._open_turn))
+        for call_id in list(self.history.user_commands):  # a !command cut short
+            self.emit(
+                ToolExecutionCompleteData(
+                    tool_call_id=call_id,
+                    success=False,
+                    is_user_requested=True,
+                    error=ToolErrorPayload(message=INTERRUPTED_BY_EXIT, code="interrupted"),
+                )
+            )
 
     # --- the event stream ----------------------------------------------------
 

@@ -270,3 +270,44 @@ async def test_a_message_steered_into_a_running_loop_keeps_its_attachments(
     assert message["content"] == "also @b.txt"
     assert message["attachments"][0]["displayName"] == "b.txt"
     assert "bravo-content" in model.seen_messages[-1][-1]["content"]
+
+
+async def test_resume_closes_a_bang_command_the_crash_cut_short(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    session, _ = await new_session(scripted([{"text": "ok"}]), tmp_path, store=store)
+    await session.send_and_wait("hello")
+    await session.close()
+    # As if the process died while `!sleep 60` ran: its request, no result.
+    path = store.events_path(session.id)
+    last = read_events(path).events[-1].id
+    path.write_text(
+        path.read_text("utf-8")
+        + json.dumps(
+            {
+                "type": "tool.user_requested",
+                "data": {
+                    "toolCallId": "cut-1",
+                    "toolName": "local_shell",
+                    "arguments": {"command": "sleep 60"},
+                },
+                "id": "00000000-0000-4000-8000-0000000000aa",
+                "timestamp": "2026-01-01T00:00:00.000Z",
+                "parentId": last,
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    resumed = await Session.resume(
+        store=store, session_id=session.id, model=scripted([]), cwd=tmp_path / "ws"
+    )
+    try:
+        assert resumed.history.user_commands == {}
+        closing = resumed.history.messages[-1]["content"]
+        assert closing.startswith("The user ran a shell command themselves:\n$ sleep 60\nError:")
+    finally:
+        await resumed.close()
+    from agent.transcript import fold
+
+    replay = fold(read_events(path).events, replay=True)
+    assert not replay.busy  # not drawn as still running
