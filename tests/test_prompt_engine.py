@@ -120,6 +120,11 @@ async def test_rename_is_shown_in_the_session_listing(tmp_path: Path) -> None:
     session.rename("Parser work")
     await session.close()
     assert store.summary(session.id).title == "Parser work"
+    from app.sessions_table import _row, sessions_for
+
+    found, _ = sessions_for(store, None, show_all=True, search="parser")
+    assert [s.id for s in found] == [session.id]  # found by its title
+    assert "Parser work" in _row(found[0])  # and listed under it
     (store.session_dir(session.id) / "session.json").unlink(missing_ok=True)
     for meta in store.session_dir(session.id).glob("*.json"):
         meta.unlink()  # without metadata the log itself tells
