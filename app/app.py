@@ -25,7 +25,8 @@ from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import set_up
-from widgets.completion import Candidate, CompletionMenu
+from app.workspace_files import WorkspaceFiles
+from widgets.completion import CompletionMenu
 from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.prompt import PromptInput
@@ -36,7 +37,6 @@ from widgets.welcome import WelcomeText
 if TYPE_CHECKING:
     from textual.worker import Worker
 
-    from agent.file_index import FuzzyIndex
     from agent.models.base import ModelClient
 
     # The session (and the loop and tools it brings) is imported by the opener, after
@@ -106,8 +106,8 @@ class LoopdeckApp(App[int]):
         self.prompt = PromptInput(id="prompt")
         self.menu = CompletionMenu(id="completion")
         self.prompt.menu = self.menu
-        self.prompt.sources = {"/": commands.candidates, "@": self._file_candidates}
-        self._files: FuzzyIndex | None = None  # the workspace, for @ completion
+        self.files = WorkspaceFiles()  # the workspace, for @ completion
+        self.prompt.sources = {"/": commands.candidates, "@": self.files.candidates}
         self._shell: Worker[ToolResult] | None = None  # a !command running
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
@@ -165,7 +165,12 @@ class LoopdeckApp(App[int]):
             self.timeline.welcome(Static(_welcome(session), classes="welcome"))
         self.timeline.load(backlog)
         session.subscribe(self._on_event)
-        self._index_files(session.cwd)
+        self.run_worker(
+            self.files.load(session.cwd, self._files_listed),
+            name="file-index",
+            group="file-index",
+            exclusive=True,
+        )
         self.status.note = ""
         self._refresh_status()
         if session.mode == "autopilot":  # the demo, --autopilot, a resumed autopilot session
@@ -378,26 +383,9 @@ class LoopdeckApp(App[int]):
             return
         self.say(f"Forked: this is session {new_id[:8]}; {original[:8]} is left as it was.")
 
-    # --- @ completion ------------------------------------------------------------------
-
-    def _index_files(self, cwd: Path) -> None:
-        from agent.file_index import FuzzyIndex, list_workspace
-
-        async def index() -> None:
-            self._files = FuzzyIndex(await asyncio.to_thread(list_workspace, cwd))
-            if self.prompt.has_focus:
-                self.prompt.refresh_completion()  # an @ typed while listing
-
-        self._files = None
-        self.run_worker(index(), name="file-index", group="file-index", exclusive=True)
-
-    def _file_candidates(self, token: str) -> list[Candidate]:
-        if self._files is None:
-            return []
-        return [
-            Candidate(insert=f"@{path}" + ("" if path.endswith("/") else " "), label=path)
-            for path in self._files.search(token[1:], limit=50)
-        ]
+    def _files_listed(self) -> None:
+        if self.prompt.has_focus:
+            self.prompt.refresh_completion()  # an @ typed while listing
 
     def action_abort(self) -> None:
         if self._shell is not None and self._shell.is_running:

@@ -109,7 +109,7 @@ async def test_at_completes_workspace_files_fuzzily_and_attaches_them(tmp_path: 
     h = Harness(ANSWERS, ws)
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
-        await wait_for(pilot, lambda: h.app._files is not None, "the workspace index")
+        await wait_for(pilot, lambda: h.app.files.ready, "the workspace index")
         await typed(pilot, "read @")
         assert not any("secret" in label for label in menu_labels(h.app))  # .gitignore
         await typed(pilot, "ntd")  # fuzzy: n(otes/)t(o)d(o.txt)

@@ -35,7 +35,7 @@ def typing(text: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
         await settle()(pilot)
         app = pilot.app
         assert isinstance(app, LoopdeckApp)
-        await wait_for(pilot, lambda: app._files is not None)
+        await wait_for(pilot, lambda: app.files.ready)
         for char in text:
             await pilot.press(char)
         await wait_for(pilot, lambda: app.menu.is_open)
