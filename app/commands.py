@@ -102,12 +102,17 @@ async def _model(app: LoopdeckApp, arg: str) -> None:
         await app.switch_model(arg)
         return
     from agent.models.select import PROVIDER_DEFAULTS
+    from app.model_setup import SetupError, pick_model
     from widgets.model_picker import ModelPicker
 
     choices = [(session.model.name, "current")]
-    configured = os.environ.get("LOOPDECK_MODEL")
-    if configured and configured != session.model.name:
-        choices.append((configured, "LOOPDECK_MODEL"))
+    try:
+        # What a new session would use: LOOPDECK_MODEL, else config.toml, else a key's.
+        configured = pick_model(None)
+    except SetupError:
+        configured = None  # a broken config file is reported where it is read
+    if configured and configured[0] != session.model.name:
+        choices.append((configured[0], "configured"))
     for keys, model in PROVIDER_DEFAULTS:
         key = next((k for k in keys if os.environ.get(k)), None)
         if key is not None and all(model != name for name, _ in choices):

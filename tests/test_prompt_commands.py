@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
@@ -194,7 +195,16 @@ async def test_clear_starts_a_fresh_context_and_keeps_the_old_turns_visible(
         assert any("Context cleared" in n for n in notices)
 
 
-async def test_model_switches_by_name_and_by_the_picker(tmp_path: Path) -> None:
+async def test_model_switches_by_name_and_by_the_picker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.models.select import PROVIDER_DEFAULTS
+
+    for keys, _ in PROVIDER_DEFAULTS:
+        for key in keys:
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("LOOPDECK_MODEL", "openai/gpt-4o")
+    monkeypatch.setenv("GROQ_API_KEY", "test-key")
     h = Harness(ANSWERS, make_workspace(tmp_path))
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
@@ -207,7 +217,11 @@ async def test_model_switches_by_name_and_by_the_picker(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: isinstance(h.app.screen, ModelPicker), "the picker")
         picker = h.app.screen
         assert isinstance(picker, ModelPicker)
-        assert picker.choices[0] == ("scripted:demo", "current")
+        assert picker.choices == [
+            ("scripted:demo", "current"),
+            ("openai/gpt-4o", "configured"),
+            ("groq/llama-3.3-70b-versatile", "GROQ_API_KEY is set"),
+        ]
         free = picker.query_one("#model-free", Input)
         free.focus()
         free.value = "scripted:no-such-script"
