@@ -95,6 +95,11 @@ def _complete(session: Session, call_id: str, result: ToolResult, code: str | No
 
 
 async def _run(session: Session, request: ToolRequest) -> ToolResult:
+    if session.tools().get(SHELL_TOOL) is None:
+        # This mode has no shell (plan mode): its rules could not be applied.
+        return ToolResult.failure(
+            f"Shell commands cannot run in {session.mode} mode; switch mode (Shift+Tab) first."
+        )
     denial = await session.authorize(request)
     if denial is not None:
         return denial
@@ -108,7 +113,4 @@ async def _run(session: Session, request: ToolRequest) -> ToolResult:
 
     ctx = session.tool_context(progress)
     ctx.tool_call_id = request.tool_call_id
-    tools = session.tools()
-    if tools.get(SHELL_TOOL) is None:  # a mode without the shell: the user's own command
-        tools = session.tools_for("interactive")
-    return await execute(tools, SHELL_TOOL, request.arguments, ctx)
+    return await execute(session.tools(), SHELL_TOOL, request.arguments, ctx)

@@ -316,3 +316,23 @@ async def test_resume_closes_a_bang_command_the_crash_cut_short(tmp_path: Path) 
 
     replay = fold(read_events(path).events, replay=True)
     assert not replay.busy  # not drawn as still running
+
+
+async def test_a_mode_without_the_shell_refuses_a_bang_command(tmp_path: Path) -> None:
+    """Where a mode offers no bash (plan mode), a !command is refused, not run unchecked."""
+    from agent.events import Mode
+    from agent.tools.registry import ToolRegistry
+    from agent.tools.view import ViewTool
+
+    def registry(mode: Mode) -> ToolRegistry:
+        return ToolRegistry([ViewTool()])
+
+    session, recorder = await new_session(
+        scripted([]), tmp_path, registry_factory=registry, policy=allow_all()
+    )
+    result = await session.run_user_command("touch made")
+    assert not result.success and "cannot run in interactive mode" in (result.error or "")
+    assert not (tmp_path / "ws" / "made").exists()
+    assert recorder.of("permission.requested") == []
+    done = recorder.of("tool.execution_complete")[0].wire()["data"]
+    assert done["success"] is False and done["isUserRequested"] is True
