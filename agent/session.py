@@ -603,6 +603,15 @@ class Session:
             self._prompts.clear()
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
+    def add_dir(self, folder: Path) -> None:
+        """Let the tools, and the sandbox's shell, work in ``folder`` too (``/add-dir``)."""
+        folder = folder.resolve()
+        if folder not in self.extra_dirs:
+            self.extra_dirs.append(folder)
+        if self.sandbox is not None and folder not in self.sandbox.add_dirs:
+            self.sandbox.add_dirs.append(folder)
+        self._prompts.clear()  # the prompt names the writable folders
+
     def clear_context(self) -> None:
         """Start the model's conversation afresh (``/clear``); the log keeps it all."""
         self.emit(SessionContextClearedData(messages_cleared=len(self.history.messages)))

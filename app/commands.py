@@ -251,8 +251,7 @@ async def _add_dir(app: LoopdeckApp, arg: str) -> None:
     if not folder.is_dir():
         app.say(f"Not a folder: {folder}")
         return
-    if folder not in session.extra_dirs:
-        session.extra_dirs.append(folder)
+    session.add_dir(folder)
     app.say(f"Tools may now work in {folder} too.")
 
 

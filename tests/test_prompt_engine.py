@@ -336,3 +336,22 @@ async def test_a_mode_without_the_shell_refuses_a_bang_command(tmp_path: Path) -
     assert recorder.of("permission.requested") == []
     done = recorder.of("tool.execution_complete")[0].wire()["data"]
     assert done["success"] is False and done["isUserRequested"] is True
+
+
+async def test_add_dir_widens_the_sandbox_too(tmp_path: Path) -> None:
+    from agent.sandbox.policy import Sandbox, SandboxSettings
+
+    other = tmp_path / "other"
+    other.mkdir()
+    sandbox = Sandbox(SandboxSettings(), cwd=tmp_path / "ws")
+    session, _ = await new_session(scripted([]), tmp_path, sandbox=sandbox)
+    try:
+        session.add_dir(other)
+        session.add_dir(other)
+        assert session.extra_dirs == [other.resolve()]
+        assert sandbox.add_dirs == [other.resolve()]
+        confinement = sandbox.confinement("interactive")
+        if confinement is not None:  # a kernel that can confine
+            assert other.resolve() in confinement.writable
+    finally:
+        await session.close()
