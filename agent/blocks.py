@@ -152,6 +152,8 @@ class UserBlock:
     mode: Mode | None = None
     source: str | None = None
     timestamp: datetime | None = None
+    # Labels of the files, folders and selections attached (drawn as chips).
+    attachments: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, eq=False)

@@ -254,6 +254,20 @@ class SessionCustomNotificationData(EventData):
     version: int | None = None
 
 
+class SessionContextClearedData(EventData):
+    """The model's context was cleared (``/clear``): earlier turns stay in the log
+    and on screen, the model starts from an empty conversation."""
+
+    TYPE = "session.context_cleared"
+    messages_cleared: int
+    initial_message: str | None = None
+
+
+class SessionTitleChangedData(EventData):
+    TYPE = "session.title_changed"
+    title: str
+
+
 class SessionAutopilotStoppedData(EventData):
     """Autopilot stopped continuing without task_complete (e.g. at its cap)."""
 
@@ -274,12 +288,17 @@ class UserMessageData(EventData):
     content: str
     agent_mode: AgentMode | None = None
     is_autopilot_continuation: bool | None = None
-    # What the model was sent (content with context such as the date prepended);
-    # Copilot writes its autopilot continuations with empty content and the text here.
-    transformed_content: str | None = None
     source: str | None = None
     # Set when a client gave the message an id (the SDK's ``session.send`` result).
     message_id: str | None = None
+    # Files, directories and selections the user attached (the SDK's Attachment
+    # shapes, kept as their wire dicts: ``{"type": "file", "path", "displayName"}``…).
+    attachments: list[dict[str, Any]] | None = None
+    # What the model was given: ``content`` with the attachments' text added (kept so
+    # resume sends exactly what the live session sent, whatever the files hold now),
+    # or with context such as the date prepended (Copilot writes its autopilot
+    # continuations with empty content and the text here).
+    transformed_content: str | None = None
 
 
 class AssistantTurnStartData(EventData):
@@ -698,6 +717,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionUsageInfoData,
         SessionShutdownData,
         SessionAutopilotStoppedData,
+        SessionContextClearedData,
+        SessionTitleChangedData,
         SessionUsageCheckpointData,
         SessionCustomNotificationData,
         AbortData,
@@ -711,10 +732,10 @@ DATA_TYPES: dict[str, type[EventData]] = {
         AssistantReasoningData,
         AssistantMessageData,
         AssistantUsageData,
+        ToolUserRequestedData,
         ToolExecutionStartData,
         ToolExecutionPartialResultData,
         ToolExecutionCompleteData,
-        ToolUserRequestedData,
         PermissionRequestedData,
         PermissionCompletedData,
         ElicitationRequestedData,

@@ -209,3 +209,10 @@ def _new_file(path: Path) -> Iterator[BinaryIO]:
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
+
+
+def fork_log(store: SessionStore, session_id: str, *, model: str, cwd: Path) -> str:
+    """``/fork``: a new session of ``store`` that starts with session ``session_id``'s
+    history (its log copied after the new start and a handoff naming it); the
+    original is only read. Returns the new session's id."""
+    return fork_session(store, store.events_path(session_id), model=model, cwd=cwd).session_id

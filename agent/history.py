@@ -13,10 +13,13 @@ from agent.events import (
     AssistantMessageData,
     Event,
     SessionCompactionCompleteData,
+    SessionContextClearedData,
     SessionTruncationData,
     ToolExecutionCompleteData,
+    ToolUserRequestedData,
     UserMessageData,
 )
+from agent.shell_escape import shell_context
 
 # Opens the message that stands in for compacted history (see agent/compaction.py).
 SUMMARY_PREFIX = (
@@ -61,15 +64,32 @@ class History:
         self.max_tool_chars: int | None = None
         self._cuts: dict[int, tuple[dict[str, Any], dict[str, Any], int]] = {}
         self.newly_cut: list[tuple[int, int]] = []  # (length, cap) of results cut since read
+        # Commands the user ran with ``!``, waiting for their output.
+        self.user_commands: dict[str, Any] = {}
 
     def apply(self, event: Event) -> None:
         if event.agent_id is not None:
             return  # a sub-agent's own conversation: the main one sees only its result
         match event.data:
-            case UserMessageData(content=content):
-                if not content:
+            case UserMessageData(
+                content=content, attachments=attached, transformed_content=transformed
+            ):
+                # With attachments the model was sent their text too (transformedContent).
+                text = transformed if attached and transformed else content
+                if not text:
                     return  # Copilot writes its autopilot nudges empty: nothing to send
-                self.messages.append({"role": "user", "content": content})
+                self.messages.append({"role": "user", "content": text})
+            case SessionContextClearedData():
+                self.messages = []
+                self.open_calls = {}
+            case ToolUserRequestedData(tool_call_id=call_id, arguments=arguments):
+                self.user_commands[call_id] = arguments
+            case ToolExecutionCompleteData(tool_call_id=call_id, is_user_requested=True) as done:
+                if call_id in self.user_commands:
+                    arguments = self.user_commands.pop(call_id)
+                    self.messages.append(
+                        {"role": "user", "content": shell_context(arguments, done)}
+                    )
             case AssistantMessageData(content=content, tool_requests=requests):
                 message: dict[str, Any] = {"role": "assistant", "content": content or None}
                 if requests:

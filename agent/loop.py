@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.attachments import expand
 from agent.compaction import ContextKeeper
 from agent.events import (
     WARNING_OUTPUT_TRUNCATED,
@@ -129,7 +130,9 @@ class LoopHost(Protocol):
         """None if the call may run, else the failed result the model reads."""
         ...
 
-    def take_steering(self) -> list[tuple[str, str | None]]:
+    def take_steering(
+        self,
+    ) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:
         """Messages sent into the running loop since last asked: (text, message id)."""
         ...
 
@@ -161,10 +164,15 @@ class TurnLoop:
         # copies the whole reply each time (quadratic: seconds for 100,000 chunks).
         self._partial_chunks: list[str] = []
 
-    async def run(self, prompt: str, message_id: str | None = None) -> LoopOutcome:
+    async def run(
+        self,
+        prompt: str,
+        message_id: str | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> LoopOutcome:
         host = self.host
         try:
-            if not await self._submit(prompt, message_id):
+            if not await self._submit(prompt, message_id, attachments):
                 return self.outcome
             while True:
                 completed = await self._run_until_final()
@@ -221,7 +229,12 @@ class TurnLoop:
         self.outcome.error = error
         self.host.emit(error)
 
-    async def _submit(self, prompt: str, message_id: str | None) -> bool:
+    async def _submit(
+        self,
+        prompt: str,
+        message_id: str | None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> bool:
         """The userPromptSubmitted hook, then the user message. False if it was blocked."""
         host = self.host
         decision = await host.hooks.user_prompt_submitted(prompt)
@@ -237,15 +250,30 @@ class TurnLoop:
             prompt = decision.prompt if decision.prompt is not None else prompt
             if decision.context:
                 prompt = f"{prompt}\n\n{decision.context}"
-        host.emit(UserMessageData(content=prompt, agent_mode=host.mode, message_id=message_id))
+        self._user_message(prompt, message_id, attachments)
         return True
+
+    def _user_message(
+        self, text: str, message_id: str | None, attachments: list[dict[str, Any]] | None
+    ) -> None:
+        host = self.host
+        host.emit(
+            UserMessageData(
+                content=text,
+                agent_mode=host.mode,
+                message_id=message_id,
+                attachments=attachments,
+                # What the model reads: the text, then each attachment's content.
+                transformed_content=expand(text, attachments) if attachments else None,
+            )
+        )
 
     def _steer(self) -> bool:
         """Record messages sent while the loop ran; they join the next turn."""
         host = self.host
         steering = host.take_steering()
-        for text, message_id in steering:
-            host.emit(UserMessageData(content=text, agent_mode=host.mode, message_id=message_id))
+        for text, message_id, attachments in steering:
+            self._user_message(text, message_id, attachments)
         return bool(steering)
 
     async def _stop_blocked(self, stop_reason: str) -> bool:

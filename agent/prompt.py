@@ -253,7 +253,25 @@ def _practices(tools: set[str]) -> str:
 # --- project instructions -------------------------------------------------------
 
 
+def instruction_files(cwd: Path) -> list[Path]:
+    """The project instruction files the system prompt includes (``/instructions``)."""
+    head = git_head(cwd)
+    return _instruction_paths(cwd, head.root if head else None)
+
+
 def _project_instructions(cwd: Path, git_root: Path | None) -> str:
+    found = _instruction_paths(cwd, git_root)
+    blocks = [block for path in found if (block := _instruction_block(path, cwd))]
+    if not blocks:
+        return ""
+    return (
+        "# Project instructions\n"
+        "The project's own instructions follow, verbatim. Follow them unless the user "
+        "asks otherwise.\n\n" + "\n\n".join(blocks)
+    )
+
+
+def _instruction_paths(cwd: Path, git_root: Path | None) -> list[Path]:
     roots = [cwd] + ([git_root] if git_root and git_root != cwd else [])
     found: list[Path] = []
     for name in _INSTRUCTION_FILES:
@@ -266,14 +284,7 @@ def _project_instructions(cwd: Path, git_root: Path | None) -> str:
                 # is a repository-wide file, so the first found is the one.
                 if name != "AGENTS.md":
                     break
-    blocks = [block for path in found if (block := _instruction_block(path, cwd))]
-    if not blocks:
-        return ""
-    return (
-        "# Project instructions\n"
-        "The project's own instructions follow, verbatim. Follow them unless the user "
-        "asks otherwise.\n\n" + "\n\n".join(blocks)
-    )
+    return found
 
 
 def _instruction_block(path: Path, cwd: Path) -> str:

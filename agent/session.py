@@ -47,12 +47,14 @@ from agent.events import (
     Event,
     EventData,
     Mode,
+    SessionContextClearedData,
     SessionErrorData,
     SessionIdleData,
     SessionModeChangedData,
     SessionModelChangeData,
     SessionResumeData,
     SessionStartData,
+    SessionTitleChangedData,
     SessionUsageCheckpointData,
     SessionWarningData,
     ToolErrorPayload,
@@ -75,6 +77,7 @@ from agent.prompt import build_system_prompt, git_branch
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
+from agent.shell_escape import run_user_command
 from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
 from agent.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult
@@ -94,6 +97,7 @@ class _Prompt:
     text: str
     message_id: str | None
     future: asyncio.Future[LoopOutcome]
+    attachments: list[dict[str, Any]] | None = None
 
 
 class Session:
@@ -133,6 +137,7 @@ class Session:
         self._outcome = "in progress"
         self._open_turn: str | None = None
         self._first_prompt = ""
+        self.title = ""  # /rename
         self._created_here = False  # by create(), not resume(): ours to discard if empty
         # A fork opened by this process (agent/fork.py): discarded too if nothing is sent.
         self.discard_unused = False
@@ -402,6 +407,16 @@ class Session:
             )
         if self._open_turn is not None:
             self.emit(AssistantTurnEndData(turn_id=self._open_turn), at=stopped)
+        for call_id in list(self.history.user_commands):  # a !command cut short
+            self.emit(
+                ToolExecutionCompleteData(
+                    tool_call_id=call_id,
+                    success=False,
+                    is_user_requested=True,
+                    error=ToolErrorPayload(message=INTERRUPTED_BY_EXIT, code="interrupted"),
+                ),
+                at=stopped,
+            )
 
     # --- the event stream ----------------------------------------------------
 
@@ -482,6 +497,8 @@ class Session:
                     self._first_prompt = content
             case SessionModeChangedData(new_mode=mode):
                 self._mode = mode
+            case SessionTitleChangedData(title=title):
+                self.title = title
             case _:
                 pass
 
@@ -619,16 +636,22 @@ class Session:
     # --- control -------------------------------------------------------------
 
     def send(
-        self, prompt: str, *, message_id: str | None = None, immediate: bool = False
+        self,
+        prompt: str,
+        *,
+        message_id: str | None = None,
+        immediate: bool = False,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> asyncio.Future[LoopOutcome]:
         """Queue ``prompt``; the future resolves when its loop has gone idle.
 
         ``immediate`` sends it into the running loop instead, at its next turn (when
         nothing runs, it is queued as usual). ``message_id`` is recorded on its
-        ``user.message``.
+        ``user.message``; so are ``attachments`` (the SDK's shapes), whose text the
+        model receives with the prompt.
         """
         future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
-        item = _Prompt(prompt, message_id, future)
+        item = _Prompt(prompt, message_id, future, attachments or None)
         self._sent = True
         if immediate and self._current is not None and not self._current.done():
             self._steering.append(item)
@@ -669,10 +692,34 @@ class Session:
             self._prompts.clear()
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
-    def take_steering(self) -> list[tuple[str, str | None]]:
+    def add_dir(self, folder: Path) -> None:
+        """Let the tools, and the sandbox's shell, work in ``folder`` too (``/add-dir``)."""
+        folder = folder.resolve()
+        if folder not in self.extra_dirs:
+            self.extra_dirs.append(folder)
+        if self.sandbox is not None and folder not in self.sandbox.add_dirs:
+            self.sandbox.add_dirs.append(folder)
+        self._prompts.clear()  # the prompt names the writable folders
+
+    def clear_context(self) -> None:
+        """Start the model's conversation afresh (``/clear``); the log keeps it all."""
+        self.emit(SessionContextClearedData(messages_cleared=len(self.history.messages)))
+
+    def rename(self, title: str) -> None:
+        self.title = title
+        self.emit(SessionTitleChangedData(title=title))
+        self._save_meta()
+
+    async def run_user_command(self, command: str) -> ToolResult:
+        """Run ``!command`` for the user, without the model (see agent.shell_escape)."""
+        if not self._first_prompt:
+            self._first_prompt = f"!{command}"  # worth keeping and listing
+        return await run_user_command(self, command)
+
+    def take_steering(self) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:
         taken, self._steering = self._steering, []
         self._steered.extend(taken)
-        return [(item.text, item.message_id) for item in taken]
+        return [(item.text, item.message_id, item.attachments) for item in taken]
 
     async def _run_queue(self) -> None:
         while self._queue:
@@ -691,7 +738,9 @@ class Session:
                 self.emit(self._storage_error)
                 await self._finish(LoopOutcome(error=self._storage_error), future)
                 continue
-            self._current = asyncio.create_task(TurnLoop(self).run(item.text, item.message_id))
+            self._current = asyncio.create_task(
+                TurnLoop(self).run(item.text, item.message_id, item.attachments)
+            )
             try:
                 outcome = await self._current
             except asyncio.CancelledError:
@@ -765,6 +814,7 @@ class Session:
             "updatedAt": now_iso(),
             "turns": self._turns,
             "firstPrompt": self._first_prompt,
+            "title": self.title,
             "toolCalls": self._tool_calls,
             "inputTokens": totals.input_tokens,
             "outputTokens": totals.output_tokens,

@@ -419,6 +419,7 @@ class SessionSummary:
     mode: str = "interactive"
     turns: int = 0
     first_prompt: str = ""
+    title: str = ""  # set by /rename (session.title_changed)
     tool_calls: int = 0
     # completed / error / aborted / stopped / in progress / interrupted (process gone)
     outcome: str = "in progress"
@@ -564,6 +565,7 @@ class SessionStore:
             summary.turns = int(meta.get("turns", 0))
             summary.first_prompt = str(meta.get("firstPrompt", ""))
             summary.origin = _origin(meta.get("forkedFrom"))
+            summary.title = str(meta.get("title") or "")
             if "outcome" in meta:
                 summary.tool_calls = int(meta.get("toolCalls", 0))
                 summary.input_tokens = _int(meta.get("inputTokens"))
@@ -633,6 +635,7 @@ LISTING_TYPES = frozenset(
         "session.shutdown",
         "session.mode_changed",
         "session.task_complete",
+        "session.title_changed",
         "session.error",
         "session.autopilot_stopped",
         "session.usage_checkpoint",
@@ -662,6 +665,7 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
         SessionShutdownData,
         SessionStartData,
         SessionTaskCompleteData,
+        SessionTitleChangedData,
         SessionUsageCheckpointData,
         ToolExecutionCompleteData,
         UserMessageData,
@@ -685,6 +689,8 @@ def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSum
             case SessionShutdownData() | SessionResumeData() if open_turn:
                 # The process ended (or was replaced) mid-turn: the turn never finishes.
                 summary.outcome, open_turn = "interrupted", False
+            case SessionTitleChangedData(title=title):
+                summary.title = title
             case UserMessageData(content=content, agent_mode=mode):
                 if not summary.first_prompt:
                     summary.first_prompt = content

@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from agent import permission_level, stream_fold, todos
+from agent.attachments import describe
 from agent.blocks import (
     UNKNOWN_TOOL,
     AbortBlock,
@@ -76,6 +77,7 @@ from agent.events import (
     SessionAutopilotStoppedData,
     SessionCompactionCompleteData,
     SessionCompactionStartData,
+    SessionContextClearedData,
     SessionCustomNotificationData,
     SessionErrorData,
     SessionHandoffData,
@@ -88,6 +90,7 @@ from agent.events import (
     SessionShutdownData,
     SessionStartData,
     SessionTaskCompleteData,
+    SessionTitleChangedData,
     SessionTodosChangedData,
     SessionTruncationData,
     SessionUsageCheckpointData,
@@ -144,6 +147,7 @@ class Transcript:
         # such as Copilot's "auto", which each turn resolves to a real model.
         self.selected_model: str | None = None
         self.mode: Mode | None = None
+        self.title = ""  # session.title_changed (/rename)
         self.busy: bool = False
         self.events: int = 0  # events applied
         # session-wide counters
@@ -233,6 +237,18 @@ class Transcript:
                     changes = [self._add(notice)]
                 else:
                     changes = self._retry(turn, d.reason)
+            case SessionContextClearedData():
+                message = "Context cleared: the model starts afresh (earlier turns stay above)"
+                notice = NoticeBlock(
+                    self._new_id(), "info", message, subtype="context_cleared", timestamp=ts
+                )
+                changes = [self._add(notice)]
+            case SessionTitleChangedData(title=title):
+                self.title = title
+                notice = NoticeBlock(
+                    self._new_id(), "info", f"Renamed: {title}", subtype="title", timestamp=ts
+                )
+                changes = [self._add(notice)]
             case ToolExecutionStartData() as d:
                 changes = self._tool_start(d, ts)
             case ToolExecutionPartialResultData() as d if self._shell.owns(d.tool_call_id):
@@ -662,6 +678,7 @@ class Transcript:
             mode=self.mode,
             source=d.source,
             timestamp=ts,
+            attachments=tuple(describe(a) for a in d.attachments or () if isinstance(a, dict)),
         )
         return [self._add(block)]
 

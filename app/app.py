@@ -18,12 +18,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
+from agent.attachments import from_mentions
 from agent.events import Event, Mode, SessionIdleData, SessionTodosChangedData
 from agent.permission_level import Level
 from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
+from app import commands
 from app.app_setup import set_up
+from app.workspace_files import WorkspaceFiles
+from widgets.completion import CompletionMenu
 from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.plan_panel import PlanPanel
@@ -35,9 +39,14 @@ from widgets.todo_panel import TodoPanel
 from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
+    from textual.worker import Worker
+
+    from agent.models.base import ModelClient
+
     # The session (and the loop and tools it brings) is imported by the opener, after
     # the first frame.
     from agent.session import Session
+    from agent.tools.base import ToolResult
     from agent.user_input import UserAnswer, UserQuestion
 
 SessionOpener = Callable[[], Awaitable["Session"]]
@@ -85,8 +94,11 @@ class LoopdeckApp(App[int]):
         nudge_cap: int | None = None,
         resumer: Callable[[str], Awaitable[Session]] | None = None,
         store: SessionStore | None = None,
+        model_factory: Callable[[str], ModelClient] | None = None,
     ) -> None:
         super().__init__()
+        # How /model builds a client for a name (the CLI's flags apply; see app/tui.py).
+        self._model_factory = model_factory
         self._opener = opener
         self._resumer = resumer
         self._store = store
@@ -99,6 +111,11 @@ class LoopdeckApp(App[int]):
         self.timeline.add_class("-show-focus")
         self.todo_panel = TodoPanel(id="todos")  # the model's checklist, above the prompt
         self.prompt = PromptInput(id="prompt")
+        self.menu = CompletionMenu(id="completion")
+        self.prompt.menu = self.menu
+        self.files = WorkspaceFiles()  # the workspace, for @ completion
+        self.prompt.sources = {"/": commands.candidates, "@": self.files.candidates}
+        self._shell: Worker[ToolResult] | None = None  # a !command running
         self.hint = Static(IDLE_HINT, id="hint")
         self._hint_text = IDLE_HINT
         self._status_due = False
@@ -110,6 +127,7 @@ class LoopdeckApp(App[int]):
     def compose(self) -> ComposeResult:
         yield self.timeline
         yield self.todo_panel
+        yield self.menu
         yield self.prompt
         yield self.hint
         yield self.status
@@ -158,6 +176,12 @@ class LoopdeckApp(App[int]):
         self.timeline.load(backlog)
         self.todo_panel.show(self.timeline.transcript.todos.items)
         session.subscribe(self._on_event)
+        self.run_worker(
+            self.files.load(session.cwd, self._files_listed),
+            name="file-index",
+            group="file-index",
+            exclusive=True,
+        )
         self.status.note = ""
         self._refresh_status()
         if session.mode == "autopilot":  # the demo, --autopilot, a resumed autopilot session
@@ -240,7 +264,24 @@ class LoopdeckApp(App[int]):
     # --- user -> session -----------------------------------------------------------
 
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        self._send(message.text)
+        text = message.text
+        if commands.parse(text) is not None:
+            self.run_worker(commands.run(self, text), group="command")
+        elif text.startswith("!"):
+            self._run_shell(text[1:].strip())
+        else:
+            self._send(text)
+
+    def _run_shell(self, command: str) -> None:
+        session = self.session
+        if session is None:
+            self.say("No session is open yet.")
+        elif not command:
+            self.say("Type a command after the !, e.g. !ls")
+        elif self.working:
+            self.say("A !command runs when the agent is idle (Esc stops the turn).")
+        else:
+            self._shell = self.run_worker(session.run_user_command(command), group="shell")
 
     def _send(self, text: str) -> None:
         if self.session is None:
@@ -253,7 +294,8 @@ class LoopdeckApp(App[int]):
         # Right after send() the prompt sits in the queue until the runner task starts,
         # even when the session was idle: only a send to a working session is queued.
         was_busy = self.session.busy and not self._idle_now()
-        self.session.send(text)
+        attachments = from_mentions(text, self.session.cwd)
+        self.session.send(text, attachments=attachments or None)
         self._refresh_status()
         if was_busy:
             self.notify("Queued: it will be sent when the agent is done.", timeout=3)
@@ -284,7 +326,102 @@ class LoopdeckApp(App[int]):
             await view.remove()
             self.prompt.focus()
 
+    # --- what commands use (app/commands.py) ---------------------------------------
+
+    @property
+    def working(self) -> bool:
+        """Whether the agent is busy with a prompt now."""
+        return self.session is not None and self.session.busy and not self._idle_now()
+
+    def say(self, text: str) -> None:
+        """Show a command's output at the end of the timeline (not sent to the model)."""
+        self.timeline.mount(Static(text, classes="command-output", markup=False))
+        self.timeline.scroll_end(animate=False)
+
+    def prefill(self, text: str) -> None:
+        self.prompt.text = text
+        self.prompt.move_cursor(self.prompt.document.end)
+        self.prompt.focus()
+
+    def refresh_status(self) -> None:
+        self._refresh_status()
+
+    def set_agent_mode(self, mode: Mode) -> None:
+        """The one way modes change (Shift+Tab, /mode, /plan, /autopilot):
+        autopilot first asks for its permission level when the rules would deny."""
+        session = self.session
+        if session is None or session.permission_level.pending is not None:
+            return
+        if session.plan.pending is not None:
+            self.notify("The plan is waiting for your answer: 1, 2 or 3.", timeout=3)
+            return
+        if mode == "autopilot" and session.mode != "autopilot":
+            self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+        else:
+            self._set_mode(mode)
+
+    def show_plan(self) -> None:
+        """What /plan shows besides switching to plan mode: the plan panel."""
+        self.action_show_plan()
+
+    async def switch_model(self, name: str) -> None:
+        from app.model_setup import make_model
+
+        session = self.session
+        if session is None:
+            return
+        try:
+            model = await asyncio.to_thread(self._model_factory or make_model, name)
+        except Exception as exc:  # a name the client refuses: say so, keep the current one
+            self.say(f"Model not changed: {exc}")
+            return
+        session.set_model(model)
+        self._refresh_status()
+
+    async def resume_session(self, id_or_prefix: str) -> None:
+        if self._store is None or self._resumer is None:
+            self.say("Sessions cannot be resumed in this run.")
+            return
+        from agent.store import SessionNotFound
+
+        try:
+            session_id = self._store.resolve(id_or_prefix)
+        except (SessionNotFound, ValueError) as exc:
+            self.say(str(exc))
+            return
+        problem = await self._switch_session(session_id)
+        if problem:
+            self.say(f"Not resumed: {problem}")
+
+    async def fork_session(self) -> None:
+        session = self.session
+        if session is None or session.store is None or self._resumer is None:
+            self.say("This session cannot be forked (it is not recorded).")
+            return
+        from agent.fork import fork_log
+
+        await session.persist()
+        original = session.id
+        try:
+            new_id = await asyncio.to_thread(
+                fork_log, session.store, original, model=session.model.name, cwd=session.cwd
+            )
+        except (OSError, ValueError) as exc:
+            self.say(f"Not forked: {exc}")
+            return
+        problem = await self._switch_session(new_id)
+        if problem:
+            self.say(f"Forked to {new_id[:8]} but could not open it: {problem}")
+            return
+        self.say(f"Forked: this is session {new_id[:8]}; {original[:8]} is left as it was.")
+
+    def _files_listed(self) -> None:
+        if self.prompt.has_focus:
+            self.prompt.refresh_completion()  # an @ typed while listing
+
     def action_abort(self) -> None:
+        if self._shell is not None and self._shell.is_running:
+            self._shell.cancel()  # a !command the user started
         if self.session is not None and self.session.busy:
             self.session.abort()
 
@@ -318,28 +455,17 @@ class LoopdeckApp(App[int]):
     def action_toggle_mode(self) -> None:
         """Shift+Tab: interactive → plan → autopilot → interactive."""
         session = self.session
-        if session is None or session.permission_level.pending is not None:
+        if session is None:
             return
-        if session.plan.pending is not None:
-            self.notify("The plan is waiting for your answer: 1, 2 or 3.", timeout=3)
-            return
-        match session.mode:
-            case "interactive":
-                self._set_mode("plan")
-            case "plan":
-                self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
-            case _:
-                self._set_mode("interactive")
+        following: dict[str, Mode] = {"interactive": "plan", "plan": "autopilot"}
+        self.set_agent_mode(following.get(session.mode, "interactive"))
 
     def action_toggle_autopilot(self) -> None:
         """The palette's shortcut: interactive or plan ⇄ autopilot, skipping plan."""
         session = self.session
-        if session is None or session.permission_level.pending is not None:
+        if session is None:
             return
-        if session.mode == "autopilot":
-            self._set_mode("interactive")
-        else:
-            self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+        self.set_agent_mode("interactive" if session.mode == "autopilot" else "autopilot")
 
     def action_show_plan(self) -> None:
         """Open the session's plan (Ctrl+G; the ``/plan`` command)."""
@@ -446,6 +572,7 @@ class LoopdeckApp(App[int]):
         yield SystemCommand(
             "Sessions", "Browse, resume, replay or delete sessions (Ctrl+O)", self.action_sessions
         )
+        yield from commands.system_commands(self)
 
 
 def _welcome(session: Session) -> WelcomeText:

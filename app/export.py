@@ -95,7 +95,8 @@ def _md_block(block: Block, t: Transcript) -> list[str]:
             quoted = f"**↻ Autopilot nudge {block.nudge_number}** — {block.content}"
             return [f"> {line}".rstrip() for line in quoted.splitlines()]
         case UserBlock():
-            return ["## User", "", block.content]
+            chips = [" ".join(f"`@{name}`" for name in block.attachments)]
+            return ["## User", "", block.content, *(["", *chips] if block.attachments else [])]
         case TurnBlock():
             lines = [f"### {_turn_title(block)}", ""]
             if block.reasoning.strip():
@@ -269,7 +270,9 @@ def _html_block(block: Block, md: MarkdownIt) -> str:
             label = f"↻ Autopilot nudge {block.nudge_number}"
             return f'<div class="nudge"><b>{label}</b> — {esc(block.content)}</div>'
         case UserBlock():
-            return f'<div class="user"><b>User</b><br>{esc(block.content)}</div>'
+            chips = "".join(f'<span class="chip">@{esc(a)}</span> ' for a in block.attachments)
+            chips = f"<br>{chips}" if chips else ""
+            return f'<div class="user"><b>User</b><br>{esc(block.content)}{chips}</div>'
         case TurnBlock():
             tools = "".join(_html_tool(tool) for tool in block.tools)
             cut = (

@@ -108,7 +108,7 @@ class SessionBrowser(Screen[None]):
                 duration(s.duration),
                 "{}/{}".format(*usage_cells(s)[:2]),  # in/out: the table is narrow
                 usage_cells(s)[2],
-                one_line(origin_prefix(s) + s.first_prompt, 60),
+                one_line(origin_prefix(s) + (s.title or s.first_prompt), 60),
                 key=s.id,
             )
 

@@ -34,11 +34,14 @@ def sessions_for(
     store: SessionStore, cwd: Path | None, *, show_all: bool = False, search: str = ""
 ) -> tuple[list[SessionSummary], int]:
     """This workspace's sessions first (all of them with ``show_all``), filtered by
-    ``search`` in the first prompt. Returns (shown, how many others exist)."""
+    ``search`` in the title (``/rename``) or first prompt. Returns (shown, how many
+    others exist)."""
     sessions = store.list_sessions()
     if search:
         needle = search.lower()
-        sessions = [s for s in sessions if needle in s.first_prompt.lower()]
+        sessions = [
+            s for s in sessions if needle in s.first_prompt.lower() or needle in s.title.lower()
+        ]
     here = [s for s in sessions if cwd is not None and s.cwd == str(cwd)]
     if show_all:
         elsewhere = [s for s in sessions if s not in here]
@@ -80,7 +83,7 @@ def print_sessions(
 
 
 def _row(s: SessionSummary) -> tuple[str, ...]:
-    prompt = origin_prefix(s) + s.first_prompt.strip().split("\n")[0]
+    prompt = origin_prefix(s) + (s.title or s.first_prompt).strip().split("\n")[0]
     return (
         s.id[:8],
         _local(s.started),

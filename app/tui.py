@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from agent.store import SessionStore, loopdeck_home
 
 if TYPE_CHECKING:
+    from agent.models.base import ModelClient
     from agent.session import Session
 
 DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
@@ -34,6 +35,7 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
         nudge_cap=args.max_autopilot_continues,  # None: the session's own, once open
         resumer=resumer,
         store=store,
+        model_factory=lambda name: _switch_model(args, name),
     )
     code = app.run() or 0
     # The terminal is restored by now: this line stays on screen after the app.
@@ -41,6 +43,15 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
     if hint:
         sys.stderr.write(hint + "\n")
     return code
+
+
+def _switch_model(args: argparse.Namespace, name: str) -> ModelClient:
+    """The client ``/model`` switches to: the flags' timeouts and retries apply."""
+    from agent.models.scripted import SCRIPTED_PREFIX
+    from app.model_setup import make_model, provider_settings
+
+    settings = None if name.startswith(SCRIPTED_PREFIX) else provider_settings(args)
+    return make_model(name, args.api_base, settings)
 
 
 def make_openers(

@@ -19,7 +19,13 @@ class UserMessageView(Static):
         self.block = block
 
     def render(self) -> RenderableType:
-        return Text.assemble(("❯ ", "bold"), self.block.content)
+        text = Text.assemble(("❯ ", "bold"), self.block.content)
+        if self.block.attachments:
+            text.append("\n  ")
+            for label in self.block.attachments:
+                text.append(f" @{label} ", style="reverse")
+                text.append(" ")
+        return text
 
 
 class NudgeView(Static):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import __version__
+from agent.attachments import AttachmentError, normalize
 from agent.compaction import settings_from
 from agent.events import (
     EventData,
@@ -396,7 +397,18 @@ class Runtime:
         agent_mode = params.get("agentMode")
         if agent_mode is not None:
             hosted.session.set_mode(_mode(agent_mode))
-        return hosted.session.send(prompt, message_id=message_id, immediate=delivery == "immediate")
+        attachments = None
+        if params.get("attachments"):
+            try:
+                attachments = normalize(params["attachments"], hosted.session.cwd)
+            except AttachmentError as exc:
+                raise RpcError(INVALID_PARAMS, str(exc)) from None
+        return hosted.session.send(
+            prompt,
+            message_id=message_id,
+            immediate=delivery == "immediate",
+            attachments=attachments,
+        )
 
     async def session_abort(self, conn: Connection, params: dict[str, Any]) -> Any:
         self._hosted(params).session.abort()

@@ -1,0 +1,380 @@
+"""Slash commands: one registry for the prompt's completion menu, ``/help`` and the
+command palette (Ctrl+P).
+
+A command gets the app and the text after its name. Commands act on the session
+through its own methods (each change is an event: ``session.context_cleared``,
+``session.title_changed``, ``session.model_change``, ``session.mode_changed``) and
+show what they have to say in the timeline, never to the model. An unknown
+``/word`` is not sent either: it is named, with the nearest command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.events import Mode
+from widgets.completion import Candidate
+
+if TYPE_CHECKING:
+    from textual.app import SystemCommand
+
+    from agent.session import Session
+    from app.app import LoopdeckApp
+
+Handler = Callable[["LoopdeckApp", str], Awaitable[None]]
+MODES: tuple[Mode, ...] = ("interactive", "plan", "autopilot")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    help: str
+    handler: Handler
+    # "<x>": an argument is needed; "[x]": it may be given.
+    args: str = ""
+
+    @property
+    def needs_argument(self) -> bool:
+        return self.args.startswith("<")
+
+    @property
+    def usage(self) -> str:
+        return f"/{self.name} {self.args}".rstrip()
+
+
+# Keys of the prompt and the app, for /help and the README.
+KEYS: tuple[tuple[str, str], ...] = (
+    ("Enter", "send (queued while the agent works)"),
+    ("Shift+Enter / Ctrl+J", "new line"),
+    ("Up / Down", "earlier prompts (in the completion menu: move)"),
+    ("/", "commands, completed as you type (Tab/Enter accept, Esc closes)"),
+    ("@", "attach a file or folder of the workspace (fuzzy completion, Tab inserts)"),
+    ("!command", "run a shell command yourself, without the model"),
+    ("Ctrl+T", "expand a collapsed paste ([pasted N lines])"),
+    ("Shift+Tab", "switch mode"),
+    ("Esc", "stop the running turn"),
+    ("Ctrl+O", "sessions"),
+    ("Ctrl+P", "command palette"),
+    ("Ctrl+C twice", "quit"),
+)
+
+
+# --- output --------------------------------------------------------------------------
+
+
+def _session(app: LoopdeckApp) -> Session | None:
+    if app.session is None:
+        app.say("No session is open yet.")
+    return app.session
+
+
+def _idle(app: LoopdeckApp, session: Session, what: str) -> bool:
+    if app.working:
+        app.say(f"{what} waits until the agent is done (Esc stops it).")
+        return False
+    return True
+
+
+# --- handlers ------------------------------------------------------------------------
+
+
+async def _help(app: LoopdeckApp, _: str) -> None:
+    width = max(len(c.usage) for c in REGISTRY)
+    lines = ["Commands:"]
+    lines += [f"  {c.usage.ljust(width)}  {c.help}" for c in REGISTRY]
+    key_width = max(len(k) for k, _ in KEYS)
+    lines += ["", "Keys:"]
+    lines += [f"  {k.ljust(key_width)}  {what}" for k, what in KEYS]
+    app.say("\n".join(lines))
+
+
+async def _model(app: LoopdeckApp, arg: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    if arg:
+        await app.switch_model(arg)
+        return
+    from agent.models.select import PROVIDER_DEFAULTS
+    from app.model_setup import SetupError, pick_model
+    from widgets.model_picker import ModelPicker
+
+    choices = [(session.model.name, "current")]
+    try:
+        # What a new session would use: LOOPDECK_MODEL, else config.toml, else a key's.
+        configured = pick_model(None)
+    except SetupError:
+        configured = None  # a broken config file is reported where it is read
+    if configured and configured[0] != session.model.name:
+        choices.append((configured[0], "configured"))
+    for keys, model in PROVIDER_DEFAULTS:
+        key = next((k for k in keys if os.environ.get(k)), None)
+        if key is not None and all(model != name for name, _ in choices):
+            choices.append((model, f"{key} is set"))
+
+    def picked(name: str | None) -> None:
+        if name:
+            app.run_worker(app.switch_model(name), group="command")
+
+    app.push_screen(ModelPicker(session.model.name, choices), picked)
+
+
+async def _mode(app: LoopdeckApp, arg: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    if not arg:
+        app.say(f"Mode: {session.mode}. Choose one: /mode {' | '.join(MODES)}")
+        return
+    wanted = arg.strip().lower()
+    if wanted not in MODES:
+        app.say(f"No mode {arg!r}: choose one of {', '.join(MODES)}.")
+        return
+    app.set_agent_mode(wanted)
+
+
+async def _plan(app: LoopdeckApp, _: str) -> None:
+    if _session(app) is None:
+        return
+    app.set_agent_mode("plan")
+    app.show_plan()
+
+
+async def _autopilot(app: LoopdeckApp, _: str) -> None:
+    if _session(app) is not None:
+        app.set_agent_mode("autopilot")
+
+
+async def _clear(app: LoopdeckApp, _: str) -> None:
+    session = _session(app)
+    if session is None or not _idle(app, session, "/clear"):
+        return
+    session.clear_context()
+
+
+async def _context(app: LoopdeckApp, _: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    from agent.context_usage import measure, report
+
+    system = session.system_prompt()
+    tools = session.tools().schemas()
+    messages = list(session.history.messages)
+    # Counting imports litellm the first time: off the UI's loop.
+    use = await asyncio.to_thread(measure, session.model.name, system, tools, messages)
+    totals = session.usage.totals()
+    app.say(
+        report(
+            use,
+            input_tokens=totals.input_tokens,
+            output_tokens=totals.output_tokens,
+            cost=totals.cost,
+        )
+    )
+
+
+async def _sessions(app: LoopdeckApp, arg: str) -> None:
+    if arg:
+        await app.resume_session(arg)
+    else:
+        app.action_sessions()
+
+
+async def _fork(app: LoopdeckApp, _: str) -> None:
+    session = _session(app)
+    if session is None or not _idle(app, session, "/fork"):
+        return
+    await app.fork_session()
+
+
+async def _rename(app: LoopdeckApp, arg: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    title = " ".join(arg.split())
+    if not title:
+        app.say("Usage: /rename <title>")
+        return
+    session.rename(title)
+
+
+async def _export(app: LoopdeckApp, arg: str) -> None:
+    session = _session(app)
+    if session is None or session.store is None:
+        app.say("Nothing to export: this session is not recorded.")
+        return
+    from app.export import export_session
+
+    await session.persist()
+    target = Path(arg).expanduser() if arg else session.cwd / f"loopdeck-{session.id[:8]}.md"
+    if not target.is_absolute():
+        target = session.cwd / target
+    fmt = "html" if target.suffix.lower() in (".html", ".htm") else "markdown"
+    path = session.store.events_path(session.id)
+    try:
+        text = await asyncio.to_thread(export_session, path, fmt)
+        await asyncio.to_thread(target.write_text, text, "utf-8")
+    except OSError as exc:
+        app.say(f"Not exported: {exc}")
+        return
+    app.say(f"Exported to {target}")
+
+
+async def _allow_all(app: LoopdeckApp, _: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    choice = session.permission_level
+    if choice.level == "allow-all":
+        app.say("All tools are already allowed in this session.")
+        return
+    # Recorded like the autopilot question's answer, so replay shows the change.
+    choice.answer(choice.ask(), "allow-all")
+    app.refresh_status()
+
+
+async def _add_dir(app: LoopdeckApp, arg: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    if not arg:
+        app.say("Usage: /add-dir <path>")
+        return
+    folder = (session.cwd / Path(arg).expanduser()).resolve()
+    if not folder.is_dir():
+        app.say(f"Not a folder: {folder}")
+        return
+    session.add_dir(folder)
+    app.say(f"Tools may now work in {folder} too.")
+
+
+async def _cwd(app: LoopdeckApp, _: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    lines = [f"Working directory: {session.cwd}"]
+    lines += [f"Also allowed: {d}" for d in session.extra_dirs]
+    app.say("\n".join(lines))
+
+
+async def _instructions(app: LoopdeckApp, _: str) -> None:
+    session = _session(app)
+    if session is None:
+        return
+    from agent.prompt import instruction_files
+
+    found = await asyncio.to_thread(instruction_files, session.cwd)
+    if not found:
+        app.say("No instruction files were loaded (AGENTS.md, .github/copilot-instructions.md).")
+        return
+    app.say("Instruction files in the system prompt:\n" + "\n".join(f"  {p}" for p in found))
+
+
+async def _exit(app: LoopdeckApp, _: str) -> None:
+    await app.action_quit()
+
+
+REGISTRY: tuple[Command, ...] = (
+    Command("help", "list commands and keys", _help),
+    Command("model", "switch model (a picker, or name one)", _model, "[name]"),
+    Command("mode", "show or set the mode", _mode, "[mode]"),
+    Command("plan", "plan mode: investigate and write a plan first", _plan),
+    Command("autopilot", "autopilot mode: work until the task is done", _autopilot),
+    Command("clear", "fresh context for the model; earlier turns stay visible", _clear),
+    Command("context", "context window use: system prompt, tools, messages", _context),
+    Command("usage", "tokens and cost so far, and context use", _context),
+    Command("resume", "resume another session (the browser, or an id)", _sessions, "[id]"),
+    Command("sessions", "browse sessions", _sessions),
+    Command("fork", "continue in a new session with this history", _fork),
+    Command("rename", "give this session a title", _rename, "<title>"),
+    Command("export", "write this session as Markdown or HTML", _export, "[file]"),
+    Command("allow-all", "allow every tool in this session (deny rules still apply)", _allow_all),
+    Command("add-dir", "let tools work in another folder too", _add_dir, "<path>"),
+    Command("cwd", "show the working directory", _cwd),
+    Command("instructions", "which instruction files were loaded", _instructions),
+    Command("exit", "quit loopdeck", _exit),
+)
+_BY_NAME = {c.name: c for c in REGISTRY}
+
+
+def find(name: str) -> Command | None:
+    return _BY_NAME.get(name.lower())
+
+
+def nearest(name: str) -> str | None:
+    """The command closest to a mistyped ``name``."""
+    close = difflib.get_close_matches(name.lower(), list(_BY_NAME), n=1, cutoff=0.4)
+    if close:
+        return close[0]
+    starts = [c for c in _BY_NAME if c.startswith(name.lower()[:2])] if name else []
+    return starts[0] if starts else None
+
+
+def parse(text: str) -> tuple[str, str] | None:
+    """``(name, argument)`` of a ``/command`` prompt; None when ``text`` is not one
+    (a path like ``/usr/bin`` with more slashes is a message, not a command)."""
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    head, _, arg = text[1:].partition(" ")
+    head = head.strip()
+    if not head or "/" in head:
+        return None
+    return head, arg.strip()
+
+
+async def run(app: LoopdeckApp, text: str) -> bool:
+    """Run ``text`` when it is a command (True), known or not; False: a message."""
+    parsed = parse(text)
+    if parsed is None:
+        return False
+    name, arg = parsed
+    command = find(name)
+    if command is None:
+        close = nearest(name)
+        hint = f" Did you mean /{close}?" if close else " /help lists the commands."
+        app.say(f"Unknown command /{name}: not sent to the model.{hint}")
+        return True
+    await command.handler(app, arg)
+    return True
+
+
+def candidates(token: str) -> list[Candidate]:
+    """The completion menu for ``token`` ("/", "/he"…): prefix matches first, then
+    commands that contain it."""
+    typed = token[1:].lower()
+    first = [c for c in REGISTRY if c.name.startswith(typed)]
+    then = [c for c in REGISTRY if typed in c.name and c not in first]
+    return [
+        Candidate(
+            insert=f"/{c.name}" + (" " if c.args else ""),
+            label=c.usage,
+            help=c.help,
+            submit=not c.needs_argument,
+        )
+        for c in first + then
+    ]
+
+
+def system_commands(app: LoopdeckApp) -> Iterator[SystemCommand]:
+    """The palette's entries, one per command."""
+    from textual.app import SystemCommand
+
+    for command in REGISTRY:
+        yield SystemCommand(f"/{command.name}", command.help, _palette_action(app, command))
+
+
+def _palette_action(app: LoopdeckApp, command: Command) -> Callable[[], None]:
+    def act() -> None:
+        if command.needs_argument:
+            app.prefill(f"/{command.name} ")  # the argument is typed in the prompt
+        else:
+            app.run_worker(command.handler(app, ""), group="command")
+
+    return act
