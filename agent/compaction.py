@@ -116,6 +116,7 @@ class ContextKeeper:
         self.settings = settings or CompactionSettings()
         self._task: asyncio.Task[SessionCompactionCompleteData] | None = None
         self.last: Usage | None = None  # the last request measured
+        self._sent: int | None = None  # the raw count of the request going out
 
     @property
     def limits(self) -> ContextLimits:
@@ -151,14 +152,17 @@ class ContextKeeper:
 
     async def before_call(self) -> None:
         """Called right before a model call: report the size, compact or wait."""
+        self._sent = None
         usage = self.measure()
         self._report_cuts(usage)
         self._report(usage)
         if not self.settings.enabled:
+            self._sent = self.meter.last_counted
             return
         if usage.fraction >= self.settings.background_threshold and not self.compacting:
             self.start("threshold", usage)
         if usage.fraction < self.settings.blocking_threshold:
+            self._sent = self.meter.last_counted
             return
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
@@ -168,6 +172,7 @@ class ContextKeeper:
             self._drop_oldest(usage)
             usage = self.measure()
         self._report(usage)
+        self._sent = self.meter.last_counted
 
     def _report_cuts(self, usage: Usage) -> None:
         history = self.host.history
@@ -189,7 +194,8 @@ class ContextKeeper:
 
     def after_call(self, reply: ModelReply) -> None:
         if reply.usage is not None:
-            self.meter.correct(reply.usage.input_tokens)
+            # Against the count of what was sent (a /context in between counts again).
+            self.meter.correct(reply.usage.input_tokens, self._sent)
 
     # --- compaction ---------------------------------------------------------------
 

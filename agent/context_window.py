@@ -195,11 +195,13 @@ class TokenMeter:
             message_count=len(messages),
         )
 
-    def correct(self, reported_prompt_tokens: int | None) -> None:
-        """Scale later counts by what the provider said the last request held."""
-        if not reported_prompt_tokens or not self.last_counted:
+    def correct(self, reported_prompt_tokens: int | None, counted: int | None = None) -> None:
+        """Scale later counts by what the provider said a request held; ``counted``:
+        what it was counted as (default: the last request measured)."""
+        counted = counted or self.last_counted
+        if not reported_prompt_tokens or not counted:
             return
-        ratio = reported_prompt_tokens / self.last_counted
+        ratio = reported_prompt_tokens / counted
         # A wild ratio is a provider counting something else (cached prompts, say).
         if 0.5 <= ratio <= 2.0:
             self.ratio = ratio

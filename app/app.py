@@ -361,8 +361,14 @@ class LoopdeckApp(App[int]):
             self._set_mode(mode)
 
     def show_plan(self) -> None:
-        """What /plan shows besides switching to plan mode: the plan panel."""
-        self.action_show_plan()
+        """What /plan shows besides switching to plan mode: the plan so far, if any."""
+        session = self.session
+        if session is not None and session.plan.read():
+            self.action_show_plan()
+        else:
+            self.say(
+                "Plan mode: the model investigates and writes a plan before changing anything."
+            )
 
     async def switch_model(self, name: str) -> None:
         from app.model_setup import make_model

@@ -162,22 +162,44 @@ async def _context(app: LoopdeckApp, _: str) -> None:
     session = _session(app)
     if session is None:
         return
-    from agent.context_usage import measure, report
+    from agent.context_usage import report
 
-    system = session.system_prompt()
-    tools = session.tools().schemas()
-    messages = list(session.history.messages)
-    # Counting imports litellm the first time: off the UI's loop.
-    use = await asyncio.to_thread(measure, session.model.name, system, tools, messages)
+    keeper = session.context
+    # The first count may load a tokenizer (litellm): that happens off the UI's loop.
+    await asyncio.to_thread(keeper.meter.count_text, "tokenizer warm-up")
+    usage = keeper.measure()
     totals = session.usage.totals()
     app.say(
         report(
-            use,
+            session.model.name,
+            usage,
+            keeper.limits,
+            keeper.settings,
+            checkpoints=session.history.checkpoints,
             input_tokens=totals.input_tokens,
             output_tokens=totals.output_tokens,
             cost=totals.cost,
         )
     )
+
+
+async def _compact(app: LoopdeckApp, arg: str) -> None:
+    session = _session(app)
+    if session is None or not _idle(app, session, "/compact"):
+        return
+    app.say("Compacting: the model is summarising the conversation so far…")
+    done = await session.context.compact_now(arg.strip() or None)
+    if done is None:
+        app.say("Nothing to compact yet: the conversation is only the newest exchange.")
+    elif not done.success:
+        app.say(f"Compaction failed: {done.error}. The conversation is unchanged.")
+    else:
+        before, after = done.pre_compaction_tokens or 0, done.post_compaction_tokens or 0
+        app.say(
+            f"Compacted: {done.messages_removed} messages summarised, "
+            f"{before:,} → {after:,} tokens (checkpoint {done.checkpoint_number})."
+        )
+    app.refresh_status()
 
 
 async def _sessions(app: LoopdeckApp, arg: str) -> None:
@@ -289,6 +311,7 @@ REGISTRY: tuple[Command, ...] = (
     Command("autopilot", "autopilot mode: work until the task is done", _autopilot),
     Command("clear", "fresh context for the model; earlier turns stay visible", _clear),
     Command("context", "context window use: system prompt, tools, messages", _context),
+    Command("compact", "summarise the conversation now to free the context", _compact, "[focus]"),
     Command("usage", "tokens and cost so far, and context use", _context),
     Command("resume", "resume another session (the browser, or an id)", _sessions, "[id]"),
     Command("sessions", "browse sessions", _sessions),

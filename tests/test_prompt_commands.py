@@ -31,7 +31,7 @@ from tests.test_permission_ui import armed
 from widgets.message_blocks import NoticeView, UserMessageView
 from widgets.model_picker import ModelPicker
 from widgets.permission_prompt import PermissionPromptView
-from widgets.tool_card import ToolCard
+from widgets.shell_view import ShellView
 
 ANSWERS = [{"text": "first answer"}, {"text": "second answer"}, {"text": "third answer"}]
 
@@ -333,8 +333,8 @@ async def test_bang_runs_a_shell_command_without_the_model(tmp_path: Path) -> No
         assert "src" in done["result"]["content"]
         assert h.recorder.of("user.message") == []  # Copilot records no user message
         await pilot.pause()
-        cards = list(h.app.query(ToolCard))
-        assert len(cards) == 1 and "ls" in text_of(cards[0])
+        rows = list(h.app.query(ShellView))  # the user's command: a row of its own
+        assert len(rows) == 1 and "ls" in text_of(rows[0])
         await send(pilot, h, "what did I just list?")
         await wait_idle(pilot, h)
         seen = h.model.seen_messages[0]
@@ -512,8 +512,8 @@ async def test_esc_stops_a_running_bang_command(tmp_path: Path) -> None:
         done = h.recorder.of("tool.execution_complete")[0].wire()["data"]
         assert done["success"] is False and done["error"]["code"] == "interrupted"
         assert done["isUserRequested"] is True
-        card = h.app.query_one(ToolCard)
-        assert card.block.status == "interrupted"
+        row = h.app.query_one(ShellView)
+        assert row.block.status == "interrupted"
 
 
 async def test_a_bang_command_waits_for_an_idle_agent(tmp_path: Path) -> None:
@@ -532,3 +532,40 @@ async def test_a_bang_command_waits_for_an_idle_agent(tmp_path: Path) -> None:
         gate.opened.set()
         await wait_idle(pilot, h)
         assert h.recorder.of("tool.user_requested") == []
+
+
+async def test_compact_summarises_now_and_the_next_turn_starts_from_the_summary(
+    tmp_path: Path,
+) -> None:
+    from agent.blocks import InfoRowBlock
+    from agent.history import SUMMARY_PREFIX
+    from agent.models.base import COMPACTION_CALL
+
+    h = Harness(ANSWERS, make_workspace(tmp_path))
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "/compact")
+        await wait_for(pilot, lambda: "Nothing to compact yet" in "".join(outputs(h.app)), "no-op")
+        await send(pilot, h, "THE TASK: a parser")
+        await wait_idle(pilot, h)
+        await send(pilot, h, "and its tests")
+        await wait_idle(pilot, h, 2)
+        await send(pilot, h, "/compact the parser's tests")
+        await wait_for(pilot, lambda: "Compacted:" in "".join(outputs(h.app)), "the report")
+        done = h.recorder.of("session.compaction_complete")[0].data
+        assert done.success and done.trigger == "manual"
+        summary_call = h.model.seen_messages[h.model.call_indexes.index(COMPACTION_CALL)]
+        assert "the parser's tests" in summary_call[-1]["content"]
+        await send(pilot, h, "go on")
+        await wait_idle(pilot, h, 3)
+        sent = h.model.seen_messages[-1]
+        assert sent[1]["content"].startswith(SUMMARY_PREFIX)
+        assert "THE TASK: a parser" in sent[1]["content"]
+        assert "first answer" not in [m.get("content") for m in sent]
+        # The compaction is drawn in the timeline, and /context counts from the summary.
+        rows = [b for b in h.app.timeline.transcript.items if isinstance(b, InfoRowBlock)]
+        assert [r.kind for r in rows if r.kind == "compaction"] == ["compaction"]
+        await send(pilot, h, "/context")
+        await wait_for(pilot, lambda: "Context for" in "".join(outputs(h.app)), "/context")
+        shown = outputs(h.app)[-1]
+        assert "Compaction: in the background from 80%" in shown and "1 so far" in shown

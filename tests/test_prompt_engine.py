@@ -132,14 +132,16 @@ async def test_rename_is_shown_in_the_session_listing(tmp_path: Path) -> None:
 
 
 def test_replay_and_export_draw_the_new_events(tmp_path: Path) -> None:
-    from agent.blocks import NoticeBlock, ToolCallBlock, UserBlock
+    from agent.blocks import NoticeBlock, ShellBlock, UserBlock
     from agent.transcript import fold
     from app.export import to_html, to_markdown
 
-    # Copilot's own !echo hello: a card with its output, not a raw row.
+    # Copilot's own !echo hello: a row with its output, not a raw row.
     copilot = fold(read_events(FIXTURE / "events.jsonl").events, replay=True)
-    shells = [b for b in copilot.items if isinstance(b, ToolCallBlock)]
-    assert [(b.name, b.status, b.result) for b in shells] == [("local_shell", "success", "hello")]
+    shells = [b for b in copilot.items if isinstance(b, ShellBlock)]
+    assert [(b.tool_name, b.status, b.output) for b in shells] == [
+        ("local_shell", "success", "hello")
+    ]
     lines = [
         '{"type":"user.message","data":{"content":"see @a.txt","attachments":[{"type":"file",'
         '"path":"/w/a.txt","displayName":"a.txt"}],"transformedContent":"see @a.txt + text"},'
