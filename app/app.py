@@ -589,7 +589,7 @@ def _welcome(session: Session) -> WelcomeText:
         f"loopdeck · {session.model.name} · {where}",
         [
             "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
-            "commands here, asking before it changes anything. Shift+Tab switches to autopilot",
-            "(it works until the task is done), Esc stops a turn, Ctrl+P lists every command.",
+            "commands here, asking before it changes anything. Shift+Tab cycles plan mode and",
+            "autopilot (it works until the task is done), Esc stops a turn, / lists commands.",
         ],
     )
