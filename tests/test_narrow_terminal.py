@@ -33,7 +33,7 @@ async def test_the_welcome_banner_reflows_in_80_columns(workspace: Path) -> None
         width = banner.content_region.width
         title, *body = [line.lstrip("█▌ ") for line in text_of(banner).splitlines()]
         assert title.startswith("loopdeck · ") and title.endswith(" · ~/ws")
-        assert "Ask about this code" in body[0] and body[-1].endswith("every command.")
+        assert "Ask about this code" in body[0] and body[-1].endswith("lists commands.")
         # A paragraph: every line but the last is filled, none is a stub of a word or two.
         assert all(len(line) > width - 15 for line in body[:-1]), body
 

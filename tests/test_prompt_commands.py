@@ -90,10 +90,10 @@ async def test_up_down_move_in_the_menu_and_enter_runs_the_chosen_command(
         await started(pilot, h)
         await typed(pilot, "/c")
         labels = menu_labels(h.app)
-        assert labels[:3] == ["/clear", "/context", "/cwd"]
+        assert labels[:4] == ["/clear", "/context", "/compact [focus]", "/cwd"]
         await pilot.press("down", "down", "up")
         assert h.app.menu.chosen is not None and h.app.menu.chosen.label == "/context"
-        await pilot.press("down")
+        await pilot.press("down", "down")
         await pilot.press("enter")  # /cwd takes no argument: Enter runs it
         await wait_for(pilot, lambda: bool(outputs(h.app)), "the command's output")
         assert outputs(h.app)[-1].startswith(f"Working directory: {h.session.cwd}")
