@@ -24,7 +24,6 @@ from agent.events import (
     Mode,
     SessionErrorData,
     SessionInfoData,
-    SessionResumeData,
     SessionWarningData,
 )
 from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome
@@ -287,14 +286,7 @@ class Runtime:
         self._attach(hosted, conn, params)
         # What resuming added to the log (repairs, interrupted calls, session.resume).
         backlog = resumed.backlog
-        read = next(
-            (
-                e.data.event_count
-                for e in reversed(backlog)
-                if isinstance(e.data, SessionResumeData)
-            ),
-            len(backlog),
-        )
+        read = resumed.restored  # the events read back from the log come first
         hosted.replay_to(conn, backlog[read:])
         return hosted
 
