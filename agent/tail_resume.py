@@ -144,8 +144,9 @@ def _kept_before(index: EventIndex, start: int, kept: int) -> int:
     return position
 
 
-def plan_resume(path: Path, tail_turns: int = TAIL_TURNS) -> ResumePlan:
+def plan_resume(path: Path, tail_turns: int | None = None) -> ResumePlan:
     """Index ``path`` and parse what resume needs (blocking: call it in a thread)."""
+    tail_turns = TAIL_TURNS if tail_turns is None else tail_turns
     index = EventIndex.build(path)
     types = index.types
     summary_at, summary = last_checkpoint(index)

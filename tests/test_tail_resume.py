@@ -1,0 +1,132 @@
+"""Resume tail first: the model's history from the last checkpoint, the state from a
+few events found by type, the timeline from the last turns; never the whole log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agent.replay
+import agent.tail_resume
+from agent.events import Event, event_from_json
+from agent.history import SUMMARY_PREFIX, History
+from agent.session import Session
+from agent.store import SessionStore, read_events
+from agent.tail_resume import plan_resume
+from tests.scripting import new_session, scripted
+from tests.test_compaction import WINDOW, notes, tool_turn
+
+
+async def _compacted_log(tmp_path: Path, turns: int = 30) -> tuple[SessionStore, str]:
+    """A session long enough to compact several times in the background."""
+    store = SessionStore(tmp_path / "home")
+    notes(tmp_path / "ws", 2_400)
+    model = scripted([tool_turn(i) for i in range(turns)] + [{"text": "All done."}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("Read the notes many times.")
+    await session.close()
+    return store, session.id
+
+
+def _lines(store: SessionStore, sid: str) -> list[dict[str, Any]]:
+    text = store.events_path(sid).read_text("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+async def test_the_history_folded_from_the_checkpoint_is_the_whole_folds(tmp_path: Path) -> None:
+    store, sid = await _compacted_log(tmp_path)
+    whole = History()
+    for event in read_events(store.events_path(sid)).events:
+        whole.apply(event)
+    assert whole.checkpoints >= 2
+    resumed = await Session.resume(store=store, session_id=sid, model=scripted([]))
+    assert resumed.history.messages == whole.messages
+    assert resumed.history.checkpoints == whole.checkpoints
+    await resumed.close()
+
+
+async def test_resume_never_parses_the_history_before_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, sid = await _compacted_log(tmp_path)
+    path = store.events_path(sid)
+    rows = _lines(store, sid)
+    types = [r["type"] for r in rows]
+    meta_before = store.read_meta(sid)
+    last_start = len(types) - 1 - types[::-1].index("session.compaction_start")
+    # Damage every old message: a reader that parsed them would report (and skip) them.
+    old = {"assistant.message", "tool.execution_start", "tool.execution_complete"}
+    out = []
+    for i, row in enumerate(rows):
+        line = json.dumps(row, separators=(",", ":"))
+        if i < last_start and row["type"] in old:
+            line = '{"type":"' + row["type"] + '","data":' + "#" * 40 + "}"
+        out.append(line)
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+    parsed: list[str] = []
+
+    def counting(text: str) -> Event:
+        parsed.append(text)
+        return event_from_json(text)
+
+    monkeypatch.setattr(agent.replay, "event_from_json", counting)
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 2)  # the timeline's part: 2 turns
+    again = scripted([{"text": "answer"}])
+    resumed = await Session.resume(store=store, session_id=sid, model=again)
+    warnings = [e for e in resumed.backlog if e.type == "session.warning"]
+    assert warnings == []  # no damaged line was read
+    assert len(parsed) <= len(rows) - last_start + 8  # the tail, and a few state events
+    await resumed.send_and_wait("new question")
+    sent = again.seen_messages[-1]
+    assert sent[1]["content"].startswith(SUMMARY_PREFIX)
+    assert sent[-1]["content"] == "new question"
+    # The counters of the whole log, though most of it was never parsed.
+    meta = store.read_meta(sid)
+    assert meta["turns"] == meta_before["turns"] + 1
+    assert meta["toolCalls"] == meta_before["toolCalls"]
+    assert meta["firstPrompt"] == "Read the notes many times."
+    assert meta["inputTokens"] >= meta_before["inputTokens"]
+    await resumed.close()
+
+
+async def test_resume_keeps_counters_usage_and_mode_and_gives_the_timeline_the_tail(
+    tmp_path: Path,
+) -> None:
+    store = SessionStore(tmp_path / "home")
+    notes(tmp_path / "ws", 200)
+    model = scripted([tool_turn(i) for i in range(12)] + [{"text": "done"}])
+    session, _ = await new_session(model, tmp_path, store=store, mode="autopilot")
+    await session.send_and_wait("Read the notes.")
+    await session.close()
+    meta_before = store.read_meta(sid := session.id)
+
+    plan = plan_resume(store.events_path(sid), tail_turns=4)
+    assert plan.tail_start > 0 and plan.fold_start == 0
+    resumed = await Session.resume(store=store, session_id=sid, model=scripted([]))
+    meta = store.read_meta(sid)
+    for key in ("turns", "toolCalls", "inputTokens", "outputTokens", "firstPrompt"):
+        assert meta[key] == meta_before[key], key
+    assert resumed.mode == "autopilot"
+    await resumed.close()
+
+
+async def test_a_crash_after_a_checkpoint_is_repaired_from_the_tail(tmp_path: Path) -> None:
+    store, sid = await _compacted_log(tmp_path, turns=24)
+    path = store.events_path(sid)
+    rows = _lines(store, sid)
+    # Cut the log inside the last turn that runs a tool: its call never completed.
+    types = [r["type"] for r in rows]
+    cut = len(types) - 1 - types[::-1].index("tool.execution_start")
+    path.write_text(
+        "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows[: cut + 1]), "utf-8"
+    )
+    resumed = await Session.resume(store=store, session_id=sid, model=scripted([]))
+    repaired = [e.type for e in resumed.backlog[resumed.restored :]]
+    assert repaired[:2] == ["tool.execution_complete", "assistant.turn_end"]
+    assert not resumed.history.open_calls
+    await resumed.close()
