@@ -24,6 +24,7 @@ from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app.app_setup import set_up
+from app.resume_view import seed_timeline
 from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.plan_panel import PlanPanel
@@ -155,6 +156,7 @@ class LoopdeckApp(App[int]):
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
             self.timeline.welcome(Static(_welcome(session), classes="welcome"))
+        seed_timeline(self.timeline, session)  # a long log: only its tail is loaded
         self.timeline.load(backlog)
         self.todo_panel.show(self.timeline.transcript.todos.items)
         session.subscribe(self._on_event)

@@ -130,3 +130,32 @@ async def test_a_crash_after_a_checkpoint_is_repaired_from_the_tail(tmp_path: Pa
     assert repaired[:2] == ["tool.execution_complete", "assistant.turn_end"]
     assert not resumed.history.open_calls
     await resumed.close()
+
+
+async def test_the_app_draws_the_tail_and_counts_the_whole_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.app import LoopdeckApp
+
+    store = SessionStore(tmp_path / "home")
+    notes(tmp_path / "ws", 200)
+    model = scripted([tool_turn(i) for i in range(12)] + [{"text": "done"}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("Read the notes.")
+    await session.close()
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+
+    async def reopen() -> Session:
+        return await Session.resume(store=store, session_id=session.id, model=scripted([]))
+
+    app = LoopdeckApp(reopen)
+    async with app.run_test(size=(100, 30)) as pilot:
+        while app.session is None:
+            await pilot.pause()
+        await pilot.pause()
+        transcript = app.timeline.transcript
+        assert transcript.turns == 13 and transcript.tool_calls == 12  # the whole session's
+        turn_blocks = [b for b in transcript.items if type(b).__name__ == "TurnBlock"]
+        assert len(turn_blocks) == 3  # only the tail was folded
+        markers = [str(m.render()) for m in app.timeline.query(".marker")]
+        assert any("10 earlier turns" in m for m in markers), markers
