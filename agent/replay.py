@@ -53,31 +53,43 @@ class EventIndex:
     def extend(self) -> int:
         """Index lines appended since the last call. Returns how many were added.
 
-        The file is mapped, not read line by line: only each line's head (its type)
-        and tail (its timestamp) are touched, so a 230 MB log indexes in about a
-        tenth of a second."""
-        start = self.size
+        The file is mapped a window at a time (never read line by line, never held
+        whole), and of each line only the head (its type) and the tail (its
+        timestamp) are looked at: a 230 MB log indexes in a fraction of a second."""
+        added = 0
         with self.path.open("rb") as fh:
             size = os.fstat(fh.fileno()).st_size
-            if size <= start:
-                return 0
-            with mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as mm:
-                added = self._scan(mm, start)
+            window = _WINDOW
+            while self.size < size:
+                # Windows start on the mapping granularity, at or before the next line.
+                first = self.size - self.size % mmap.ALLOCATIONGRANULARITY
+                length = min(window, size - first)
+                with mmap.mmap(fh.fileno(), length, access=mmap.ACCESS_READ, offset=first) as mm:
+                    count, self.size, _ = self._scan(mm, first, self.size - first)
+                added += count
+                if count == 0:
+                    if first + length >= size:
+                        break  # only a line still being written: index it when whole
+                    window *= 2  # one line longer than a window
+                else:
+                    window = _WINDOW
         return added
 
-    def _scan(self, mm: mmap.mmap, offset: int) -> int:
-        find, rfind, search = mm.find, mm.rfind, _TYPE.search
+    def _scan(self, buf: mmap.mmap, base: int, start: int) -> tuple[int, int, int]:
+        """Index the whole lines of ``buf`` (byte ``base`` of the file) from ``start``:
+        (lines added, file offset after the last whole line, its index in ``buf``)."""
+        find, rfind, search = buf.find, buf.rfind, _TYPE.search
         offsets, types, times, turn_starts = self.offsets, self.types, self.times, self.turn_starts
         added = 0
         while True:
-            end = find(b"\n", offset)
+            end = find(b"\n", start)
             if end < 0:
-                break  # a line still being written: index it when it is whole
+                break  # the rest: a line still being written, or one the next chunk ends
             # Writers put ``type`` first and ``timestamp`` after ``data``, which is
             # most of a long line: look at the head, then (rarely) the whole line.
-            found = search(mm, offset, min(end, offset + _HEAD)) or search(mm, offset, end)
-            if found is None and not mm[offset:end].strip():
-                offset = end + 1
+            found = search(buf, start, min(end, start + _HEAD)) or search(buf, start, end)
+            if found is None and not buf[start:end].strip():
+                start = end + 1
                 continue  # a blank line
             if found is not None:
                 name = found.group(1)
@@ -86,13 +98,12 @@ class EventIndex:
                 etype = "?"
             if etype == "assistant.turn_start":
                 turn_starts.append(len(offsets))
-            offsets.append(offset)
+            offsets.append(base + start)
             types.append(etype)
-            times.append_raw(_stamp_bytes(mm, rfind, offset, end))
+            times.append_raw(_stamp_bytes(buf, rfind, start, end))
             added += 1
-            offset = end + 1
-        self.size = offset
-        return added
+            start = end + 1
+        return added, base + start, start
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -154,11 +165,12 @@ class EventIndex:
         return 0.0
 
 
+_WINDOW = 16 << 20  # bytes mapped at a time while indexing
 _HEAD = 256  # bytes from a line's start that hold its type
 _TAIL = 256  # bytes from its end that hold its timestamp (and parentId, ephemeral)
 
 
-def _stamp_bytes(mm: mmap.mmap, rfind: Any, start: int, end: int) -> bytes | None:
+def _stamp_bytes(buf: mmap.mmap, rfind: Any, start: int, end: int) -> bytes | None:
     """The envelope's timestamp (undecoded) of the line ``start:end``.
 
     Read from the line's tail when the last ``"timestamp"`` there is the envelope's:
@@ -167,12 +179,12 @@ def _stamp_bytes(mm: mmap.mmap, rfind: Any, start: int, end: int) -> bytes | Non
     """
     at = rfind(b'"timestamp"', max(start, end - _TAIL), end)
     if at >= 0:
-        found = _TIMESTAMP.match(mm, at, end)
+        found = _TIMESTAMP.match(buf, at, end)
         if found:
-            rest = mm[found.end() : end]
+            rest = buf[found.end() : end]
             if rest.count(b"}") == 1 and b"{" not in rest and b"[" not in rest:
                 return found.group(1)
-    stamp = _TIMESTAMP.search(mm, start, end)
+    stamp = _TIMESTAMP.search(buf, start, end)
     return stamp.group(1) if stamp else None
 
 
