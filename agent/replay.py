@@ -14,10 +14,10 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
-from typing import Any
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from agent.events import Event, EventParseError, event_from_json
 from agent.store import EVENTS_FILE, unreadable_row

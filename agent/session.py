@@ -375,18 +375,18 @@ class Session:
         if plan.summary is not None:
             self.history.restore_summary(plan.summary)
         for position in range(plan.parse_start, len(plan.index)):
-            event = plan.slot(position)
-            if event is None:
+            read = plan.slot(position)
+            if read is None:
                 continue
             if position >= plan.fold_start:
                 if position == plan.summary_at:
-                    self._fold_state(event)  # its summary already opens the history
+                    self._fold_state(read)  # its summary already opens the history
                 else:
-                    self._fold(event)
+                    self._fold(read)
             # New events chain to the last one the official parser can name: a
             # damaged id would make every line written after it unparseable.
-            if not event.ephemeral and is_event_id(event.id):
-                self._last_persisted_id = event.id
+            if not read.ephemeral and is_event_id(read.id):
+                self._last_persisted_id = read.id
         if self._last_persisted_id is None and plan.parse_start > 0:
             # Nothing parsed was nameable: the last event before it that is.
             for event in reversed(plan.index.read(0, plan.parse_start)):

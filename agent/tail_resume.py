@@ -199,9 +199,7 @@ def _state_before(index: EventIndex, stop: int) -> list[Event]:
             wanted.add(last[etype])
     checkpoint = last.get("session.usage_checkpoint", -1)
     # Usage a log recorded after its last checkpoint (Copilot's logs keep it).
-    wanted.update(
-        i for i in range(checkpoint + 1, stop) if types[i] == "assistant.usage"
-    )
+    wanted.update(i for i in range(checkpoint + 1, stop) if types[i] == "assistant.usage")
     changed = last.get("session.todos_changed")
     if changed is not None:
         wanted.add(changed)

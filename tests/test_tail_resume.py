@@ -157,5 +157,18 @@ async def test_the_app_draws_the_tail_and_counts_the_whole_session(
         assert transcript.turns == 13 and transcript.tool_calls == 12  # the whole session's
         turn_blocks = [b for b in transcript.items if type(b).__name__ == "TurnBlock"]
         assert len(turn_blocks) == 3  # only the tail was folded
-        markers = [str(m.render()) for m in app.timeline.query(".marker")]
-        assert any("10 earlier turns" in m for m in markers), markers
+        row = app.timeline.query_one(".load-earlier")
+        assert row.display and "10 earlier turns" in str(row.render())
+        # Loading earlier reads the turns before the tail from the log, a window at a time.
+        app.timeline.load_earlier()
+        await pilot.pause()
+        turn_blocks = [b for b in transcript.items if type(b).__name__ == "TurnBlock"]
+        assert [b.number for b in turn_blocks[:4]] == [8, 9, 10, 11]
+        assert "7 earlier turns" in str(row.render())
+        while app.timeline.earlier is not None and app.timeline.earlier.remaining():
+            app.timeline.load_earlier()
+        await pilot.pause()
+        turn_blocks = [b for b in transcript.items if type(b).__name__ == "TurnBlock"]
+        assert [b.number for b in turn_blocks] == list(range(1, 14))
+        ids = [b.block_id for b in transcript.items]
+        assert len(set(ids)) == len(ids)
