@@ -43,6 +43,7 @@ class EventIndex:
     times: Stamps = field(default_factory=lambda: Stamps())
     turn_starts: list[int] = field(default_factory=list)  # positions of turn_start lines
     size: int = 0  # bytes indexed (up to the last complete line)
+    start: int = 0  # byte offset of the first line indexed (see build_tail)
 
     @classmethod
     def build(cls, path: Path) -> EventIndex:
@@ -50,8 +51,42 @@ class EventIndex:
         index.extend()
         return index
 
-    def extend(self) -> int:
+    @classmethod
+    def build_tail(cls, path: Path, nbytes: int) -> EventIndex:
+        """An index of the last ``nbytes`` of the log (from the first line that starts
+        in them): enough to draw its end while the rest is indexed (see
+        :meth:`head` and :meth:`splice_head`). ``start`` is where it begins."""
+        index = cls(events_file(path))
+        with index.path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > nbytes:
+                fh.seek(size - nbytes - 1)
+                fh.readline()  # the end of the line the window starts in (or its newline)
+                index.size = fh.tell()
+        index.start = index.size
+        index.extend()
+        return index
+
+    def head(self) -> EventIndex:
+        """An index of the lines before :attr:`start` (blocking: run it in a thread)."""
+        head = EventIndex(self.path)
+        head.extend(stop=self.start)
+        return head
+
+    def splice_head(self, head: EventIndex) -> int:
+        """Put ``head`` (the lines before :attr:`start`) first. Returns how many lines
+        it added: every position held before moves by that much."""
+        shift = len(head)
+        self.offsets[:0] = head.offsets
+        self.types[:0] = head.types
+        self.times.splice_before(head.times)
+        self.turn_starts = head.turn_starts + [p + shift for p in self.turn_starts]
+        self.start = 0
+        return shift
+
+    def extend(self, stop: int | None = None) -> int:
         """Index lines appended since the last call. Returns how many were added.
+        ``stop``: a line start to stop at (the rest is indexed another way).
 
         The file is mapped a window at a time (never read line by line, never held
         whole), and of each line only the head (its type) and the tail (its
@@ -59,6 +94,8 @@ class EventIndex:
         added = 0
         with self.path.open("rb") as fh:
             size = os.fstat(fh.fileno()).st_size
+            if stop is not None:
+                size = min(size, stop)
             window = _WINDOW
             while self.size < size:
                 # Windows start on the mapping granularity, at or before the next line.
