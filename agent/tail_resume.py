@@ -27,7 +27,7 @@ from agent.events import (
 )
 from agent.replay import EventIndex
 
-TAIL_TURNS = 40  # turns the timeline is given on resume; earlier ones load on demand
+TAIL_TURNS = 20  # turns the timeline is given on resume (a few screens); earlier ones on demand
 
 # Types that add a message to the model's history (see agent.history.History.apply).
 _MESSAGE_TYPES = frozenset({"user.message", "assistant.message", "tool.execution_complete"})

@@ -305,9 +305,15 @@ print("\n@@TAIL-RESUME-RESULT@@ " + json.dumps(_marks))
 
 
 def run_resume(
-    log: dict[str, Any], size: tuple[int, int], encode: bool, *, new: bool = False
+    log: dict[str, Any],
+    size: tuple[int, int],
+    encode: bool,
+    *,
+    new: bool = False,
+    code: str | None = None,
 ) -> dict[str, Any]:
-    """``loopdeck --resume`` of the log (``new``: a new session, the reference)."""
+    """``loopdeck --resume`` of the log (``new``: a new session, the reference;
+    ``code``: a checkout of another commit to run instead, for a before/after)."""
     home = Path(log["home"])
     path = Path(log["path"])
     resume = [] if new else ["--resume", log["session_id"]]
@@ -326,6 +332,8 @@ def run_resume(
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         LITELLM_OFFLINE_MODE="true",
     )
+    if code is not None:
+        env["PYTHONPATH"] = code
     start = time.monotonic()
     try:
         done = subprocess.run(
@@ -377,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--size", default="120x40")
     parser.add_argument("--no-encode", dest="encode", action="store_false")
+    parser.add_argument(
+        "--baseline", help="a checkout of an earlier commit: its --resume runs side by side"
+    )
     args = parser.parse_args(argv)
     width, height = (int(x) for x in args.size.split("x"))
     size = (width, height)
@@ -394,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             "new": [],
             "resume": [],
             "replay": [],
+            "baseline": [],
         }
         replay_argv = ["replay", log["path"], "--speed", "instant"]
         for i in range(args.repeat):
@@ -402,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             runs["new"].append(run_resume(log, size, args.encode, new=True))
             runs["resume"].append(run_resume(log, size, args.encode))
+            if args.baseline:
+                runs["baseline"].append(run_resume(log, size, args.encode, code=args.baseline))
             runs["replay"].append(
                 run_cold("instant", replay_argv, size=size, encode=args.encode, home=root / "rp")
             )
@@ -429,6 +443,11 @@ def main(argv: list[str] | None = None) -> int:
         "replay_tail_s": replay_tail,
         "replay_ratio": replay_tail / bare,
     }
+    if runs["baseline"]:
+        summary["baseline_tail_s"] = _median(runs["baseline"], "tail_s")
+        summary["baseline_rss_mib"] = _median(runs["baseline"], "rss_kib") / 1024
+        summary["baseline_peak_rss_mib"] = _median(runs["baseline"], "hwm_kib") / 1024
+        summary["baseline_max_stall_ms"] = max(r["max_stall_s"] for r in runs["baseline"]) * 1000
     print(f"\n{'median over ' + str(args.repeat) + ' cold runs':<44} value    target")
     rows = [
         ("bare Textual: first frame", f"{bare * 1000:,.0f} ms", ""),
@@ -445,6 +464,24 @@ def main(argv: list[str] | None = None) -> int:
             "resume: longest event-loop stall (all runs)",
             f"{summary['resume_max_stall_ms']:.0f} ms",
             "≤ 50 ms",
+        ),
+        *(
+            [
+                ("baseline resume: tail drawn", f"{summary['baseline_tail_s'] * 1000:,.0f} ms", ""),
+                (
+                    "baseline resume: RSS at the tail (peak)",
+                    f"{summary['baseline_rss_mib']:.0f} "
+                    f"({summary['baseline_peak_rss_mib']:.0f}) MiB",
+                    "",
+                ),
+                (
+                    "baseline resume: longest stall",
+                    f"{summary['baseline_max_stall_ms']:.0f} ms",
+                    "",
+                ),
+            ]
+            if runs["baseline"]
+            else []
         ),
         ("replay: tail drawn", f"{replay_tail * 1000:,.0f} ms", ""),
         ("replay: tail / bare", f"{summary['replay_ratio']:.2f}×", "≤ 3×"),
