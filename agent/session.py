@@ -566,6 +566,14 @@ class Session:
     def max_autopilot_continues(self) -> int:
         return self._max_continues
 
+    def earlier_events(self) -> list[Event]:
+        """A resumed session's log before the part it read back (its backlog's first
+        event); read from the log now. Empty when the whole log was read."""
+        plan = self.resumed_from
+        if plan is None or plan.tail_start == 0:
+            return []
+        return plan.index.read(0, plan.tail_start)
+
     @property
     def backlog(self) -> list[Event]:
         """Events from before the first send (see :meth:`subscribe`)."""

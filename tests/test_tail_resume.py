@@ -172,3 +172,22 @@ async def test_the_app_draws_the_tail_and_counts_the_whole_session(
         assert [b.number for b in turn_blocks] == list(range(1, 14))
         ids = [b.block_id for b in transcript.items]
         assert len(set(ids)) == len(ids)
+
+
+async def test_the_earlier_log_and_the_backlog_make_the_whole_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore(tmp_path / "home")
+    notes(tmp_path / "ws", 200)
+    model = scripted([tool_turn(i) for i in range(8)] + [{"text": "done"}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("Read the notes.")
+    await session.close()
+    logged = [row["id"] for row in _lines(store, session.id)]
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 2)
+    resumed = await Session.resume(store=store, session_id=session.id, model=scripted([]))
+    earlier = resumed.earlier_events()
+    assert earlier  # the backlog holds only the tail
+    restored = resumed.backlog[: resumed.restored]
+    assert [e.id for e in [*earlier, *restored]] == logged
+    await resumed.close()

@@ -397,7 +397,9 @@ class Runtime:
         session_id = _str(params, "sessionId")
         hosted = self.sessions.get(session_id)
         if hosted is not None:
-            return {"events": [event.wire() for event in hosted.events]}
+            # A resumed long session read back only its tail: the rest comes from the log.
+            earlier = await asyncio.to_thread(hosted.session.earlier_events)
+            return {"events": [event.wire() for event in [*earlier, *hosted.events]]}
         _check_id(session_id)
         path = self.store.events_path(session_id)
         if not path.is_file():
