@@ -191,3 +191,23 @@ async def test_the_earlier_log_and_the_backlog_make_the_whole_log(
     restored = resumed.backlog[: resumed.restored]
     assert [e.id for e in [*earlier, *restored]] == logged
     await resumed.close()
+
+
+REAL = sorted(Path(__file__).parent.glob("fixtures/copilot-real/*/events.jsonl"))
+
+
+@pytest.mark.parametrize("log", REAL, ids=[p.parent.name[:40] for p in REAL])
+async def test_a_real_copilot_log_resumes_to_the_whole_folds_history(
+    tmp_path: Path, log: Path
+) -> None:
+    whole = History()
+    for event in read_events(log).events:
+        whole.apply(event)
+    store = SessionStore(tmp_path / "home")
+    sid = "0b5e2a4c-8a2e-4d6f-9a51-3c1f0e7d2b90"
+    store.session_dir(sid).mkdir(parents=True)
+    store.events_path(sid).write_bytes(log.read_bytes())
+    resumed = await Session.resume(store=store, session_id=sid, model=scripted([]))
+    # What resume closes as interrupted adds tool results; the rest is the whole fold's.
+    assert resumed.history.messages[: len(whole.messages)] == whole.messages
+    await resumed.close()
