@@ -312,11 +312,15 @@ class Session:
         session._lock = lock
         # The writer first: it sets a torn last line aside (or terminates a whole one)
         # before the log is indexed, so the index is the file this session appends to.
+        events_path = store.events_path(session_id)
+        if not events_path.is_file():
+            # As reading it would: the writer must not create a log for no session.
+            raise FileNotFoundError(f"no such session log: {events_path}")
         writer = await store.open_writer(session_id)
         try:
             # Tail first, off the event loop: index the log, parse only what resume
             # needs (agent.tail_resume), never the whole of a long session.
-            plan = await asyncio.to_thread(plan_resume, store.events_path(session_id))
+            plan = await asyncio.to_thread(plan_resume, events_path)
         except BaseException:
             await writer.close()
             raise
