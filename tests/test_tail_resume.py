@@ -211,3 +211,12 @@ async def test_a_real_copilot_log_resumes_to_the_whole_folds_history(
     # What resume closes as interrupted adds tool results; the rest is the whole fold's.
     assert resumed.history.messages[: len(whole.messages)] == whole.messages
     await resumed.close()
+
+
+async def test_resuming_a_folder_without_a_log_creates_none(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    sid = "5d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    store.session_dir(sid).mkdir(parents=True)
+    with pytest.raises(FileNotFoundError):
+        await Session.resume(store=store, session_id=sid, model=scripted([]))
+    assert not store.events_path(sid).exists()
