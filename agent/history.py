@@ -130,6 +130,17 @@ class History:
             case _:
                 pass
 
+    def restore_summary(self, event: Event) -> None:
+        """Resume from a checkpoint: its summary opens the history (the events from
+        its ``session.compaction_start`` on are folded after it; see
+        agent.tail_resume), and what it replaced is never read."""
+        data = event.data
+        assert isinstance(data, SessionCompactionCompleteData)
+        summary = data.summary_content or ""
+        self.messages = [{"role": "user", "content": SUMMARY_PREFIX + summary}]
+        self.checkpoints = data.checkpoint_number or self.checkpoints + 1
+        self._prune_cuts()
+
     def for_model(self) -> list[dict[str, Any]]:
         """The messages as sent: tool results over :attr:`max_tool_chars` cut, with a
         note (the log keeps them whole). Unchanged messages are the same objects, so

@@ -8,6 +8,8 @@ playback delays at a given speed, shortening long idle gaps.
 
 from __future__ import annotations
 
+import mmap
+import os
 import re
 from array import array
 from bisect import bisect_left
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from agent.events import Event, EventParseError, event_from_json
 from agent.store import EVENTS_FILE, unreadable_row
@@ -38,9 +41,10 @@ class EventIndex:
     path: Path
     offsets: array[int] = field(default_factory=lambda: array("q"))  # 8 bytes per line
     types: list[str] = field(default_factory=list)
-    times: list[float | None] = field(default_factory=list)
+    times: Stamps = field(default_factory=lambda: Stamps())
     turn_starts: list[int] = field(default_factory=list)  # positions of turn_start lines
     size: int = 0  # bytes indexed (up to the last complete line)
+    start: int = 0  # byte offset of the first line indexed (see build_tail)
 
     @classmethod
     def build(cls, path: Path) -> EventIndex:
@@ -48,38 +52,97 @@ class EventIndex:
         index.extend()
         return index
 
-    def extend(self) -> int:
-        """Index lines appended since the last call. Returns how many were added."""
+    @classmethod
+    def build_tail(cls, path: Path, nbytes: int) -> EventIndex:
+        """An index of the last ``nbytes`` of the log (from the first line that starts
+        in them): enough to draw its end while the rest is indexed (see
+        :meth:`head` and :meth:`splice_head`). ``start`` is where it begins."""
+        index = cls(events_file(path))
+        with index.path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > nbytes:
+                fh.seek(size - nbytes - 1)
+                fh.readline()  # the end of the line the window starts in (or its newline)
+                index.size = fh.tell()
+        index.start = index.size
+        index.extend()
+        return index
+
+    def head(self) -> EventIndex:
+        """An index of the lines before :attr:`start` (blocking: run it in a thread)."""
+        head = EventIndex(self.path)
+        head.extend(stop=self.start)
+        return head
+
+    def splice_head(self, head: EventIndex) -> int:
+        """Put ``head`` (the lines before :attr:`start`) first. Returns how many lines
+        it added: every position held before moves by that much."""
+        shift = len(head)
+        self.offsets[:0] = head.offsets
+        self.types[:0] = head.types
+        self.times.splice_before(head.times)
+        self.turn_starts = head.turn_starts + [p + shift for p in self.turn_starts]
+        self.start = 0
+        return shift
+
+    def extend(self, stop: int | None = None) -> int:
+        """Index lines appended since the last call. Returns how many were added.
+        ``stop``: a line start to stop at (the rest is indexed another way).
+
+        The file is mapped a window at a time (never read line by line, never held
+        whole), and of each line only the head (its type) and the tail (its
+        timestamp) are looked at: a 230 MB log indexes in a fraction of a second."""
         added = 0
         with self.path.open("rb") as fh:
-            fh.seek(self.size)
-            offset = self.size
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break  # a line still being written: index it when it is whole
-                if raw.strip():
-                    self._add(offset, raw)
-                    added += 1
-                offset += len(raw)
-            self.size = offset
+            size = os.fstat(fh.fileno()).st_size
+            if stop is not None:
+                size = min(size, stop)
+            window = _WINDOW
+            while self.size < size:
+                # Windows start on the mapping granularity, at or before the next line.
+                first = self.size - self.size % mmap.ALLOCATIONGRANULARITY
+                length = min(window, size - first)
+                with mmap.mmap(fh.fileno(), length, access=mmap.ACCESS_READ, offset=first) as mm:
+                    count, self.size, _ = self._scan(mm, first, self.size - first)
+                added += count
+                if count == 0:
+                    if first + length >= size:
+                        break  # only a line still being written: index it when whole
+                    window *= 2  # one line longer than a window
+                else:
+                    window = _WINDOW
         return added
 
-    def _add(self, offset: int, raw: bytes) -> None:
-        # Only the head and the tail of a line are looked at: writers put ``type``
-        # first and ``timestamp`` after ``data``, which is most of a long line.
-        type_match = _TYPE.search(raw, 0, _HEAD) or _TYPE.search(raw)
-        if type_match:
-            name = type_match.group(1)
-            # One shared str per type name, not a new one decoded for every line.
-            etype = _TYPE_NAMES.get(name) or _type_name(name)
-        else:
-            etype = "?"
-        # A sub-agent's turn (its line carries an agentId) is not a turn of the session.
-        if etype == "assistant.turn_start" and b'"agentId"' not in raw:
-            self.turn_starts.append(len(self.offsets))
-        self.offsets.append(offset)
-        self.types.append(etype)
-        self.times.append(_stamp(raw))
+    def _scan(self, buf: mmap.mmap, base: int, start: int) -> tuple[int, int, int]:
+        """Index the whole lines of ``buf`` (byte ``base`` of the file) from ``start``:
+        (lines added, file offset after the last whole line, its index in ``buf``)."""
+        find, rfind, search = buf.find, buf.rfind, _TYPE.search
+        offsets, types, times, turn_starts = self.offsets, self.types, self.times, self.turn_starts
+        added = 0
+        while True:
+            end = find(b"\n", start)
+            if end < 0:
+                break  # the rest: a line still being written, or one the next chunk ends
+            # Writers put ``type`` first and ``timestamp`` after ``data``, which is
+            # most of a long line: look at the head, then (rarely) the whole line.
+            found = search(buf, start, min(end, start + _HEAD)) or search(buf, start, end)
+            if found is None and not buf[start:end].strip():
+                start = end + 1
+                continue  # a blank line
+            if found is not None:
+                name = found.group(1)
+                etype = _TYPE_NAMES.get(name) or _type_name(name)
+            else:
+                etype = "?"
+            # A sub-agent's turn (its line carries an agentId) is not a turn of the session.
+            if etype == "assistant.turn_start" and buf.find(b'"agentId"', start, end) < 0:
+                turn_starts.append(len(offsets))
+            offsets.append(base + start)
+            types.append(etype)
+            times.append_raw(_stamp_bytes(buf, rfind, start, end))
+            added += 1
+            start = end + 1
+        return added, base + start, start
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -141,27 +204,72 @@ class EventIndex:
         return 0.0
 
 
+_WINDOW = 16 << 20  # bytes mapped at a time while indexing
 _HEAD = 256  # bytes from a line's start that hold its type
 _TAIL = 256  # bytes from its end that hold its timestamp (and parentId, ephemeral)
 
 
-def _stamp(raw: bytes) -> float | None:
-    """The envelope's timestamp, in seconds since the epoch.
+def _stamp_bytes(buf: mmap.mmap, rfind: Any, start: int, end: int) -> bytes | None:
+    """The envelope's timestamp (undecoded) of the line ``start:end``.
 
     Read from the line's tail when the last ``"timestamp"`` there is the envelope's:
     only scalar fields (no braces or brackets) and the envelope's closing brace follow
     it. Otherwise (another key order, say) the first one in the line, as before.
     """
-    start = max(0, len(raw) - _TAIL)
-    at = raw.rfind(b'"timestamp"', start)
+    at = rfind(b'"timestamp"', max(start, end - _TAIL), end)
     if at >= 0:
-        found = _TIMESTAMP.match(raw, at)
+        found = _TIMESTAMP.match(buf, at, end)
         if found:
-            rest = raw[found.end() :]
+            rest = buf[found.end() : end]
             if rest.count(b"}") == 1 and b"{" not in rest and b"[" not in rest:
-                return _epoch(found.group(1).decode("ascii", "replace"))
-    stamp = _TIMESTAMP.search(raw)
-    return _epoch(stamp.group(1).decode("ascii", "replace")) if stamp else None
+                return found.group(1)
+    stamp = _TIMESTAMP.search(buf, start, end)
+    return stamp.group(1) if stamp else None
+
+
+class Stamps:
+    """Timestamps by line, kept as the bytes the log holds and read as seconds since
+    the epoch when asked: most are never looked at (see :class:`EventIndex`)."""
+
+    __slots__ = ("_raw", "_seconds")
+
+    def __init__(self) -> None:
+        self._raw: list[bytes | None] = []
+        self._seconds: dict[int, float | None] = {}
+
+    def append_raw(self, raw: bytes | None) -> None:
+        self._raw.append(raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __getitem__(self, position: int) -> float | None:
+        if position < 0:
+            position += len(self._raw)
+        if position in self._seconds:
+            return self._seconds[position]
+        raw = self._raw[position]
+        seconds = _epoch(raw.decode("ascii", "replace")) if raw is not None else None
+        self._seconds[position] = seconds
+        return seconds
+
+    def __iter__(self) -> Iterator[float | None]:
+        return (self[i] for i in range(len(self._raw)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Stamps | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def splice_before(self, head: Stamps) -> None:
+        """Put ``head`` (the lines before these) first."""
+        shift = len(head._raw)
+        self._raw[:0] = head._raw
+        moved = {i + shift: v for i, v in self._seconds.items()}
+        moved.update(head._seconds)
+        self._seconds = moved
 
 
 _TYPE_NAMES: dict[bytes, str] = {}  # one str per event type, shared by every index

@@ -78,7 +78,8 @@ from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
 from agent.shell_escape import run_user_command
-from agent.store import LogWriteError, SessionStore, SessionWriter, read_events
+from agent.store import LogWriteError, SessionStore, SessionWriter
+from agent.tail_resume import ResumePlan, plan_resume, unreadable_reason
 from agent.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.exit_plan_mode import ExitPlanModeTool
@@ -180,6 +181,10 @@ class Session:
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
+        # Resumed: how many backlog events came from the log (the rest are this run's),
+        # and what was read of it (its index, for the timeline's earlier turns).
+        self.restored = 0
+        self.resumed_from: ResumePlan | None = None
 
     # --- construction --------------------------------------------------------
 
@@ -295,7 +300,6 @@ class Session:
         sandbox: Sandbox | None,
         env_filter: EnvFilter | None,
     ) -> Session:
-        read = read_events(store.events_path(session_id))
         meta = store.read_meta(session_id)
         recorded = meta.get("cwd")
         recorded_cwd = (
@@ -321,37 +325,58 @@ class Session:
         origin = meta.get("forkedFrom")
         session._forked_from = origin if isinstance(origin, dict) else None
         session._lock = lock
-        session._backlog = list(read.events)
-        for event in read.events:
-            session._fold(event)
-            # New events chain to the last one the official parser can name: a
-            # damaged id would make every line written after it unparseable.
-            if not event.ephemeral and is_event_id(event.id):
-                session._last_persisted_id = event.id
+        # The writer first: it sets a torn last line aside (or terminates a whole one)
+        # before the log is indexed, so the index is the file this session appends to.
+        events_path = store.events_path(session_id)
+        if not events_path.is_file():
+            # As reading it would: the writer must not create a log for no session.
+            raise FileNotFoundError(f"no such session log: {events_path}")
         writer = await store.open_writer(session_id)
+        try:
+            # Tail first, off the event loop: index the log, parse only what resume
+            # needs (agent.tail_resume), never the whole of a long session.
+            plan = await asyncio.to_thread(plan_resume, events_path)
+        except BaseException:
+            await writer.close()
+            raise
+        session._restore(plan)
         session._attach(writer)
-        for problem in read.problems:
+        if writer.torn_tail_moved_to is not None:
             where = writer.torn_tail_moved_to
-            kept = (
-                f"; its bytes were kept in {where.name}"
-                if where and problem.reason.startswith("torn")
-                else ""
-            )
             session.emit(
                 SessionWarningData(
                     warning_type="log_repair",
-                    message=f"events.jsonl line {problem.line}: {problem.reason}{kept}",
+                    message=(
+                        f"events.jsonl line {len(plan.index) + 1}: torn last line (writer "
+                        f"stopped mid-line); its bytes were kept in {where.name}"
+                    ),
                 )
             )
+        for position, slot in enumerate(plan.events, start=plan.parse_start):
+            if slot is None:
+                session.emit(
+                    SessionWarningData(
+                        warning_type="log_repair",
+                        message=(
+                            f"events.jsonl line {position + 1}: "
+                            f"{unreadable_reason(plan.index, position)}"
+                        ),
+                    )
+                )
         # Closed as of the log's last event: that is when its process stopped (a fork's
         # origin may have stopped months ago; its turn did not last until now).
         stopped = next(
-            (e.timestamp for e in reversed(read.events) if parse_timestamp(e.timestamp)), None
+            (
+                e.timestamp
+                for e in reversed(plan.events)
+                if e is not None and parse_timestamp(e.timestamp)
+            ),
+            None,
         )
         session._close_dangling(stopped)
         session.emit(
             SessionResumeData(
-                event_count=len(read.events),
+                event_count=len(plan.index),
                 resume_time=now_iso(),
                 selected_model=model.name,
                 context=session._context(),
@@ -361,6 +386,46 @@ class Session:
         session._sandbox_notice()
         session._save_meta()
         return session
+
+    def _restore(self, plan: ResumePlan) -> None:
+        """Fold what :func:`plan_resume` read: the state events from before the
+        history's start (state only), then everything from there (whole). The
+        history opens with the last checkpoint's summary."""
+        for event in plan.state:
+            self._fold_state(event, count=False)
+        counted = plan.counted
+        self._turns, self._model_calls, self._tool_calls = (
+            counted.turns,
+            counted.model_calls,
+            counted.tool_calls,
+        )
+        if plan.first_prompt:
+            self._first_prompt = plan.first_prompt
+        if plan.summary is not None:
+            self.history.restore_summary(plan.summary)
+        for position in range(plan.parse_start, len(plan.index)):
+            read = plan.slot(position)
+            if read is None:
+                continue
+            if position >= plan.fold_start:
+                if position == plan.summary_at:
+                    self._fold_state(read)  # its summary already opens the history
+                else:
+                    self._fold(read)
+            # New events chain to the last one the official parser can name: a
+            # damaged id would make every line written after it unparseable.
+            if not read.ephemeral and is_event_id(read.id):
+                self._last_persisted_id = read.id
+        if self._last_persisted_id is None and plan.parse_start > 0:
+            # Nothing parsed was nameable: the last event before it that is.
+            for event in reversed(plan.index.read(0, plan.parse_start)):
+                if not event.ephemeral and is_event_id(event.id):
+                    self._last_persisted_id = event.id
+                    break
+        shown = [event for event in plan.shown if event is not None]
+        self._backlog = shown
+        self.restored = len(shown)
+        self.resumed_from = plan
 
     def _sandbox_notice(self) -> None:
         """Once per run: the sandbox was asked for and this kernel cannot provide it."""
@@ -472,20 +537,24 @@ class Session:
 
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
+        self._fold_state(event)
+
+    def _fold_state(self, event: Event, *, count: bool = True) -> None:
+        """Everything but the model's history (``count``: the counters too)."""
         self.permission_level.fold(event)
         self.plan.fold(event)
         self.todos.fold(event)
         match event.data:
             case AssistantTurnStartData(turn_id=turn_id):
-                self._model_calls += 1
-                self._turns += 1
+                self._model_calls += count
+                self._turns += count
                 self._open_turn = turn_id
             case AssistantTurnRetryData():
-                self._model_calls += 1
+                self._model_calls += count
             case AssistantTurnEndData():
                 self._open_turn = None
             case ToolExecutionCompleteData():
-                self._tool_calls += 1
+                self._tool_calls += count
             case AssistantUsageData() as usage:
                 self.usage.add(usage)
             case SessionUsageCheckpointData() as checkpoint:
@@ -542,6 +611,14 @@ class Session:
     @property
     def max_autopilot_continues(self) -> int:
         return self._max_continues
+
+    def earlier_events(self) -> list[Event]:
+        """A resumed session's log before the part it read back (its backlog's first
+        event); read from the log now. Empty when the whole log was read."""
+        plan = self.resumed_from
+        if plan is None or plan.tail_start == 0:
+            return []
+        return plan.index.read(0, plan.tail_start)
 
     @property
     def backlog(self) -> list[Event]:

@@ -26,6 +26,7 @@ from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import set_up
+from app.resume_view import seed_timeline
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
 from widgets.permission_level import PermissionLevelScreen
@@ -173,6 +174,7 @@ class LoopdeckApp(App[int]):
         backlog = session.backlog
         if not any(event.type == "user.message" for event in backlog):
             self.timeline.welcome(Static(_welcome(session), classes="welcome"))
+        seed_timeline(self.timeline, session)  # a long log: only its tail is loaded
         self.timeline.load(backlog)
         self.todo_panel.show(self.timeline.transcript.todos.items)
         session.subscribe(self._on_event)

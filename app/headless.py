@@ -19,7 +19,6 @@ from agent import todos
 from agent.events import (
     Event,
     SessionErrorData,
-    SessionResumeData,
     SessionWarningData,
     ToolExecutionCompleteData,
 )
@@ -86,15 +85,11 @@ class HeadlessPrinter:
         return self.transcript.final_text()
 
 
-def this_run(backlog: list[Event]) -> list[Event]:
+def this_run(backlog: list[Event], restored: int = 0) -> list[Event]:
     """The backlog without the log a resumed session was rebuilt from: what this run
-    did (repairs, interrupted calls closed, the resume itself, and what follows)."""
-    for index in range(len(backlog) - 1, -1, -1):
-        data = backlog[index].data
-        if isinstance(data, SessionResumeData):
-            # eventCount: how many events were read back; they come first.
-            return backlog[min(data.event_count, index) :]
-    return backlog
+    did (repairs, interrupted calls closed, the resume itself, and what follows).
+    ``restored``: how many of its events came from the log (Session.restored)."""
+    return backlog[restored:]
 
 
 def _brief_args(name: str, arguments: object) -> str:
@@ -137,7 +132,7 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
             return EXIT_USAGE
         printer = HeadlessPrinter(args.output_format, sys.stdout, sys.stderr)
         # json shows session.start / session.resume too, but never an earlier run again.
-        for event in this_run(session.backlog):
+        for event in this_run(session.backlog, session.restored):
             printer(event)
         session.subscribe(printer)
         future = session.send(args.prompt)

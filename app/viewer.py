@@ -31,6 +31,7 @@ WINDOW_TURNS = 40  # turns parsed and shown when jumping into a long log
 READ_CHUNK = 500  # events parsed at a time while playing
 POLL_SECONDS = 0.2
 VIEWER_MAX_MOUNTED = 24  # blocks drawn as widgets (see benchmarks/replay_load.py)
+TAIL_FIRST_BYTES = 8 << 20  # indexed before the end of a long log is drawn
 
 
 class ViewerApp(App[int]):
@@ -103,7 +104,12 @@ class ReplayScreen(ViewerScreen):
 
     def __init__(self, path: Path, *, speed: float = 1.0) -> None:
         super().__init__(path, f"replay · {path.parent.name}")
-        self.index = EventIndex.build(path)
+        # Opened at its end: index the last few MB, draw them, index the rest in a
+        # thread (see _index_head). Played from the start: the whole index first.
+        self.index = (
+            EventIndex.build_tail(path, TAIL_FIRST_BYTES) if speed <= 0 else EventIndex.build(path)
+        )
+        self._head: asyncio.Task[None] | None = None
         # No live loopdeck process writes the file: what its end leaves open (a turn,
         # a tool call, a permission request) never finishes and is drawn interrupted.
         self.finished = in_use_by(path.parent) is None
@@ -120,6 +126,20 @@ class ReplayScreen(ViewerScreen):
             self.jump_to(len(self.index))
         else:
             self._start_player()
+        if self.index.start > 0:
+            self._head = asyncio.create_task(self._index_head())
+        self._update_bar()
+
+    async def _index_head(self) -> None:
+        """Index the lines before the tail off the event loop, then splice them in:
+        positions move by what was added, and the window shown is drawn again so
+        its turn numbers count the whole log."""
+        head = await asyncio.to_thread(self.index.head)
+        shift = self.index.splice_head(head)
+        self.position += shift
+        self._cache_start += shift
+        if not self.playing:
+            self.jump_to(self.position)
         self._update_bar()
 
     # --- playback ----------------------------------------------------------------
@@ -131,6 +151,8 @@ class ReplayScreen(ViewerScreen):
     def on_unmount(self) -> None:
         if self._player is not None:
             self._player.cancel()
+        if self._head is not None:
+            self._head.cancel()
 
     async def _play(self) -> None:
         times = self.index.times
@@ -255,6 +277,8 @@ class ReplayScreen(ViewerScreen):
         )
         if self._gap_note:
             text.append(f"  ·  {self._gap_note}", style="italic")
+        if self.index.start > 0:
+            text.append("  ·  indexing the earlier log…", style="dim italic")
         text.append(
             "\nspace play/pause · ←/→ turn · +/- speed · g/G start/end · q leave", style="dim"
         )

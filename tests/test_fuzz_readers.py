@@ -56,7 +56,7 @@ from agent.blocks import NoticeBlock
 from agent.events import DATA_TYPES, event_from_json, is_event_id
 from agent.replay import EventIndex, LogFollower, pacing
 from agent.session import Session
-from agent.store import SessionStore, read_events
+from agent.store import SessionStore
 from agent.transcript import Transcript, fold
 from app.export import export_session
 from app.headless import HeadlessPrinter
@@ -453,7 +453,6 @@ def follow(raw: bytes, folder: Path, cut: int) -> None:
 
 
 async def resume(store: SessionStore, sid: str, raw: bytes) -> None:
-    read = read_events(store.events_path(sid))
     session = await Session.resume(store=store, session_id=sid, model=scripted([]))
     try:
         # What the provider would be sent, and what --output-format json prints.
@@ -463,7 +462,7 @@ async def resume(store: SessionStore, sid: str, raw: bytes) -> None:
             printer(event)
         assert isinstance(printer.out, io.StringIO)
         printer.out.getvalue().encode("utf-8")
-        added = session.backlog[len(read.events) :]
+        added = session.backlog[session.restored :]  # what this run appended
     finally:
         await session.close()
     after = store.events_path(sid).read_bytes()

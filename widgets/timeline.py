@@ -9,7 +9,7 @@ the tail first.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -58,6 +58,18 @@ LOAD_CHUNK = 40
 LIVE_TURNS = 1
 
 
+class EarlierSource(Protocol):
+    """Blocks from before the first folded event (a resumed long log, read lazily)."""
+
+    def remaining(self) -> int:
+        """Turns not folded yet."""
+        ...
+
+    def take(self) -> list[Block]:
+        """The next older part, folded (finished blocks, oldest first)."""
+        ...
+
+
 class LoadEarlier(Static, can_focus=True):
     """The row standing in for unmounted older blocks."""
 
@@ -103,6 +115,7 @@ class Timeline(VerticalScroll):
         self.transcript = Transcript()
         self.nudge_cap = nudge_cap
         self.max_mounted = MAX_MOUNTED
+        self.earlier: EarlierSource | None = None  # older blocks not folded yet
         self._views: dict[int, Widget] = {}  # block_id -> mounted view
         self._first_mounted = 0  # index in transcript.items of the oldest mounted block
         self._load_row = LoadEarlier(classes="load-earlier")
@@ -249,6 +262,7 @@ class Timeline(VerticalScroll):
         self._first_mounted = 0
         self._last_model = None  # the first turn drawn after a reset names its model
         self.transcript = transcript or Transcript()
+        self.earlier = None
         self._update_load_row()
 
     def welcome(self, banner: Widget) -> None:
@@ -375,6 +389,11 @@ class Timeline(VerticalScroll):
 
     def load_earlier(self) -> None:
         self.show_pending()
+        if self._first_mounted == 0 and self.earlier is not None:
+            # Every folded block is mounted: fold the part of the log before them.
+            older = self.earlier.take()
+            self.transcript.items[:0] = older
+            self._first_mounted = len(older)
         start = max(0, self._first_mounted - LOAD_CHUNK)
         self._mount_range(start, self._first_mounted, at_end=False)
         self._first_mounted = start
@@ -382,9 +401,14 @@ class Timeline(VerticalScroll):
 
     def _update_load_row(self) -> None:
         hidden = self._first_mounted
-        self._load_row.display = hidden > 0
+        unread = self.earlier.remaining() if self.earlier is not None else 0
+        self._load_row.display = hidden > 0 or unread > 0
         if hidden:
             self._load_row.update(f"▲ {hidden} earlier blocks — click or press enter to load more")
+        elif unread:
+            self._load_row.update(
+                f"▲ {unread} earlier turns of this session — click or press enter to load more"
+            )
 
     @property
     def mounted_blocks(self) -> int:

@@ -25,7 +25,6 @@ from agent.events import (
     Mode,
     SessionErrorData,
     SessionInfoData,
-    SessionResumeData,
     SessionWarningData,
 )
 from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome
@@ -289,14 +288,7 @@ class Runtime:
         self._attach(hosted, conn, params)
         # What resuming added to the log (repairs, interrupted calls, session.resume).
         backlog = resumed.backlog
-        read = next(
-            (
-                e.data.event_count
-                for e in reversed(backlog)
-                if isinstance(e.data, SessionResumeData)
-            ),
-            len(backlog),
-        )
+        read = resumed.restored  # the events read back from the log come first
         hosted.replay_to(conn, backlog[read:])
         return hosted
 
@@ -418,7 +410,9 @@ class Runtime:
         session_id = _str(params, "sessionId")
         hosted = self.sessions.get(session_id)
         if hosted is not None:
-            return {"events": [event.wire() for event in hosted.events]}
+            # A resumed long session read back only its tail: the rest comes from the log.
+            earlier = await asyncio.to_thread(hosted.session.earlier_events)
+            return {"events": [event.wire() for event in [*earlier, *hosted.events]]}
         _check_id(session_id)
         path = self.store.events_path(session_id)
         if not path.is_file():

@@ -1,0 +1,244 @@
+"""Reading a log back for resume, tail first: index it, parse only what is needed.
+
+A long session's ``events.jsonl`` can hold tens of thousands of events and hundreds
+of megabytes. Resume needs three things from it, none of which is the whole file:
+
+- the model's history: from the last successful compaction on (its summary stands
+  in for everything before), see :func:`plan_resume`;
+- the session's state: counters (from the index's types alone), cumulative usage
+  (the last ``session.usage_checkpoint``), the mode, the todo list, open
+  questions: a few small events found by type;
+- what the timeline draws: the last :data:`TAIL_TURNS` turns.
+
+Everything here runs off the event loop (the session calls it in a thread).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.events import (
+    Event,
+    EventParseError,
+    SessionCompactionCompleteData,
+    UserMessageData,
+    event_from_json,
+)
+from agent.replay import EventIndex
+
+TAIL_TURNS = 20  # turns the timeline is given on resume (a few screens); earlier ones on demand
+
+# Types that add a message to the model's history (see agent.history.History.apply).
+_MESSAGE_TYPES = frozenset({"user.message", "assistant.message", "tool.execution_complete"})
+# Rare, small events whose fold matters however old they are: questions left open,
+# plan reviews, mode changes.
+_STATE_TYPES = frozenset(
+    {
+        "session.mode_changed",
+        "elicitation.requested",
+        "elicitation.completed",
+        "exit_plan_mode.requested",
+        "exit_plan_mode.completed",
+        "session.title_changed",
+    }
+)
+_TODO_TOOL = b'"update_todos"'
+_TODO_LOOKBACK = 200  # events searched back from a todos_changed for the call behind it
+
+
+@dataclass(slots=True)
+class Counts:
+    """The session's counters over a range of the log, from the index's types."""
+
+    turns: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+
+    def add(self, etype: str) -> None:
+        if etype == "assistant.turn_start":
+            self.turns += 1
+            self.model_calls += 1
+        elif etype == "assistant.turn_retry":
+            self.model_calls += 1
+        elif etype == "tool.execution_complete":
+            self.tool_calls += 1
+
+
+@dataclass(slots=True)
+class ResumePlan:
+    """What resume reads from a log, found through its index."""
+
+    index: EventIndex
+    fold_start: int  # events from here on are folded whole (history and state)
+    summary: Event | None  # the compaction_complete the history starts from
+    summary_at: int  # its position (-1: none); its own history replacement is skipped
+    state: list[Event] = field(default_factory=list)  # before fold_start, state only
+    counted: Counts = field(default_factory=Counts)  # counters before fold_start
+    tail_start: int = 0  # first event the timeline is given
+    events: list[Event | None] = field(default_factory=list)  # parsed from parse_start
+    parse_start: int = 0  # min(fold_start, tail_start)
+    first_prompt: str = ""
+
+    def slot(self, position: int) -> Event | None:
+        return self.events[position - self.parse_start]
+
+    @property
+    def shown(self) -> list[Event | None]:
+        """The timeline's part (None where a line is corrupt)."""
+        return self.events[self.tail_start - self.parse_start :]
+
+
+def unreadable_reason(index: EventIndex, position: int) -> str:
+    """Why the line at ``position`` did not parse (as the whole-file reader says it)."""
+    stop = index.offsets[position + 1] if position + 1 < len(index) else index.size
+    with index.path.open("rb") as fh:
+        fh.seek(index.offsets[position])
+        raw = fh.read(stop - index.offsets[position])
+    try:
+        event_from_json(raw.decode("utf-8", "replace").strip())
+    except (ValueError, EventParseError) as exc:
+        return f"unreadable line: {exc}"
+    return "unreadable line"
+
+
+def last_checkpoint(index: EventIndex) -> tuple[int, Event | None]:
+    """The last successful ``session.compaction_complete``: (position, event)."""
+    for i in range(len(index) - 1, -1, -1):
+        if index.types[i] != "session.compaction_complete":
+            continue
+        found = index.read_slots(i, i + 1)
+        event = found[0] if found else None
+        if event is not None and isinstance(event.data, SessionCompactionCompleteData):
+            data = event.data
+            if data.success and isinstance(data.summary_content, str):
+                return i, event
+    return -1, None
+
+
+def _compaction_start(index: EventIndex, complete_at: int, attempt: str | None) -> int:
+    """Where the compaction that completed at ``complete_at`` started: the messages
+    added while it ran stay after its summary, so the fold starts there."""
+    for i in range(complete_at - 1, -1, -1):
+        etype = index.types[i]
+        if etype == "session.compaction_complete":
+            break  # an earlier attempt's: this one's start is not before it
+        if etype == "session.compaction_start":
+            if attempt is None:
+                return i
+            found = index.read_slots(i, i + 1)
+            event = found[0] if found else None
+            ident = getattr(event.data, "compaction_attempt_id", None) if event else None
+            if ident in (None, attempt):
+                return i
+    return complete_at
+
+
+def _kept_before(index: EventIndex, start: int, kept: int) -> int:
+    """Back from ``start`` over ``kept`` message-bearing events: the messages a
+    compaction left in place (an assistant message whose tool calls were open)."""
+    position = start
+    while kept > 0 and position > 0:
+        position -= 1
+        if index.types[position] in _MESSAGE_TYPES:
+            kept -= 1
+    return position
+
+
+def plan_resume(path: Path, tail_turns: int | None = None) -> ResumePlan:
+    """Index ``path`` and parse what resume needs (blocking: call it in a thread)."""
+    tail_turns = TAIL_TURNS if tail_turns is None else tail_turns
+    index = EventIndex.build(path)
+    types = index.types
+    summary_at, summary = last_checkpoint(index)
+    fold_start = 0
+    if summary is not None:
+        assert isinstance(summary.data, SessionCompactionCompleteData)
+        data = summary.data
+        fold_start = _compaction_start(index, summary_at, data.compaction_attempt_id)
+        # Messages the summary did not replace (open tool calls at its start): the fold
+        # must begin early enough to see them again.
+        if data.pre_compaction_messages_length is not None and data.messages_removed is not None:
+            kept = data.pre_compaction_messages_length - data.messages_removed
+            fold_start = _kept_before(index, fold_start, max(0, kept))
+    turns = len(index.turn_starts)
+    tail_start = index.turn_starts[turns - tail_turns] if turns > tail_turns else 0
+    plan = ResumePlan(index, fold_start, summary, summary_at, tail_start=tail_start)
+    for i in range(fold_start):
+        plan.counted.add(types[i])
+    plan.state = _state_before(index, fold_start)
+    plan.parse_start = min(fold_start, tail_start)
+    plan.events = index.read_slots(plan.parse_start, len(index))
+    plan.first_prompt = _first_prompt(index)
+    return plan
+
+
+def _state_before(index: EventIndex, stop: int) -> list[Event]:
+    """The few events before ``stop`` whose fold still matters, in log order."""
+    types = index.types
+    wanted: set[int] = {i for i in range(stop) if types[i] in _STATE_TYPES}
+    last: dict[str, int] = {}
+    for i in range(stop - 1, -1, -1):
+        etype = types[i]
+        if etype in last:
+            continue
+        if etype in (
+            "user.message",  # the mode a prompt was sent in
+            "session.usage_checkpoint",  # cumulative usage
+            "session.todos_changed",  # the todo list
+            "assistant.turn_start",  # a turn still open when the fold starts
+            "assistant.turn_end",
+        ):
+            last[etype] = i
+        if len(last) == 5:
+            break
+    start = last.get("assistant.turn_start", -1)
+    if start > last.get("assistant.turn_end", -1):
+        wanted.add(start)
+    for etype in ("user.message", "session.usage_checkpoint"):
+        if etype in last:
+            wanted.add(last[etype])
+    checkpoint = last.get("session.usage_checkpoint", -1)
+    # Usage a log recorded after its last checkpoint (Copilot's logs keep it).
+    wanted.update(i for i in range(checkpoint + 1, stop) if types[i] == "assistant.usage")
+    changed = last.get("session.todos_changed")
+    if changed is not None:
+        wanted.add(changed)
+        call = _todo_call_before(index, changed)
+        if call is not None:
+            wanted.add(call)
+    events: list[Event] = []
+    for i in sorted(wanted):
+        found = index.read_slots(i, i + 1)
+        if found and found[0] is not None:
+            events.append(found[0])
+    return events
+
+
+def _todo_call_before(index: EventIndex, position: int) -> int | None:
+    """The update_todos call whose arguments became the list at ``position``."""
+    with index.path.open("rb") as fh:
+        for i in range(position - 1, max(-1, position - 1 - _TODO_LOOKBACK), -1):
+            if index.types[i] != "tool.execution_start":
+                continue
+            fh.seek(index.offsets[i])
+            if _TODO_TOOL in fh.readline():
+                return i
+    return None
+
+
+def _first_prompt(index: EventIndex, tries: int = 20) -> str:
+    """The first prompt a person typed (not an autopilot nudge)."""
+    for i, etype in enumerate(index.types):
+        if etype != "user.message":
+            continue
+        tries -= 1
+        if tries < 0:
+            break
+        found = index.read_slots(i, i + 1)
+        event = found[0] if found else None
+        if event is None or not isinstance(event.data, UserMessageData):
+            continue
+        if not event.data.is_autopilot_continuation:
+            return event.data.content
+    return ""
