@@ -73,6 +73,8 @@ class PlanHost(Protocol):
 
     def set_mode(self, mode: Mode) -> None: ...
 
+    async def persist(self) -> None: ...
+
 
 class PlanMode:
     def __init__(self, host: PlanHost) -> None:
@@ -173,6 +175,9 @@ class PlanMode:
         )
         self.pending = review
         try:
+            if self.reviewer is not None:
+                # On disk and drawn (the plan above its question) before a human is asked.
+                await self.host.persist()
             decision = await self.reviewer(review) if self.reviewer is not None else UNATTENDED
         except asyncio.CancelledError:
             # Aborted while the user was deciding: the request is settled, unanswered.

@@ -54,13 +54,14 @@ class Harness:
         mode: Mode = "interactive",
         policy: PermissionPolicy | None = None,
         initial_prompt: str | None = None,
+        store: SessionStore | None = None,
     ) -> None:
         self.model = scripted(turns if turns is not None else EDIT_AND_BUILD)
         self.recorder = FakeRecorder()
 
         async def opener() -> Session:
             session = await Session.create(
-                model=self.model, cwd=cwd, mode=mode, store=None, policy=policy
+                model=self.model, cwd=cwd, mode=mode, store=store, policy=policy
             )
             session.subscribe(self.recorder)
             return session

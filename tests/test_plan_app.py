@@ -106,6 +106,9 @@ async def test_plan_approved_into_autopilot_with_the_permission_choice(workspace
         await send(pilot, h, "fix the greeting")
         view = await approval_armed(pilot, h)
         [plan_view] = h.app.query(PlanView)
+        # The plan is drawn above its question, not after it.
+        drawn = list(h.app.timeline.children)
+        assert drawn.index(plan_view) < drawn.index(view)
         shown = text_of(plan_view)
         assert "Fix the greeting" in shown and "Change the greeting" in shown
         assert "awaiting your approval" in shown
@@ -246,3 +249,25 @@ async def test_keys_pressed_as_the_question_appears_do_not_answer(
         await pilot.press("shift+tab")  # no mode switch under a waiting plan
         await pilot.pause()
         assert h.session.mode == "plan"
+
+
+async def test_a_recorded_session_draws_the_plan_above_its_question(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # With a log, events reach the timeline once written: the question must wait for
+    # its plan to be drawn, not appear before it.
+    from agent.store import SessionStore
+
+    h = Harness(
+        workspace,
+        mode="plan",
+        turns=[{"text": "My plan.", "tool_calls": [PROPOSE]}, {"text": "Kept planning."}],
+        store=SessionStore(tmp_path / "home"),
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await opened(pilot, h)
+        await send(pilot, h, "fix the greeting")
+        view = await approval_armed(pilot, h)
+        [plan_view] = h.app.query(PlanView)
+        drawn = list(h.app.timeline.children)
+        assert drawn.index(plan_view) < drawn.index(view)
