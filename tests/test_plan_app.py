@@ -271,3 +271,6 @@ async def test_a_recorded_session_draws_the_plan_above_its_question(
         [plan_view] = h.app.query(PlanView)
         drawn = list(h.app.timeline.children)
         assert drawn.index(plan_view) < drawn.index(view)
+        await pilot.press("1")  # approved: the session ends its turn before the app closes
+        await wait_idle(pilot, h)
+        assert [d.selected_action for d in completions(h)] == ["interactive"]
