@@ -46,6 +46,9 @@ from agent.events import (
     UnknownData,
 )
 from agent.partial_json import JsonPrefix
+from agent.transcript_session import idle, interrupt
+from agent.transcript_tools import tool_for
+from agent.transcript_turns import retry, turn_for
 
 if TYPE_CHECKING:
     from agent.transcript import Transcript
@@ -142,7 +145,7 @@ def fold(t: Transcript, event: Event, ts: datetime | None) -> list[Change]:
             # (text, usage, errors) say what it tells.
             return []
         case AssistantIdleData() as d:
-            return t._idle(SessionIdleData(aborted=d.aborted), ts)
+            return idle(t, SessionIdleData(aborted=d.aborted), ts)
         case UnknownData() as d:
             return _result(t, event, d, ts)
     return []
@@ -151,7 +154,7 @@ def fold(t: Transcript, event: Event, ts: datetime | None) -> list[Change]:
 def _tool_call_delta(
     t: Transcript, d: AssistantToolCallDeltaData, ts: datetime | None
 ) -> list[Change]:
-    tool, parent, changes = t._tool_for(d.tool_call_id, None, d.tool_name)
+    tool, parent, changes = tool_for(t, d.tool_call_id, None, d.tool_name)
     if d.tool_name and tool.name == UNKNOWN_TOOL:
         tool.name = d.tool_name
     if parent is not None:
@@ -175,12 +178,12 @@ def _tool_call_delta(
 def _call_start(t: Transcript, d: ModelCallStartData, ts: datetime | None) -> list[Change]:
     if d.parent_tool_call_id is not None:
         return []  # a sub-agent's call: not one of this turn's
-    turn, changes = t._turn_for(d.turn_id, ts)
+    turn, changes = turn_for(t, d.turn_id, ts)
     calls = t.stream.calls.get(turn.block_id, 0) + 1
     t.stream.calls[turn.block_id] = calls
     if calls - 1 > turn.retries:
         reason = t.stream.failure.pop(turn.block_id, None) or "model call retried"
-        changes += t._retry(turn, reason)
+        changes += retry(turn, reason)
         changes += _drop_streamed_calls(t)
     # The arguments streamed by earlier calls have arrived whole by now.
     t.stream.arguments.clear()
@@ -229,7 +232,7 @@ def _result(t: Transcript, event: Event, d: UnknownData, ts: datetime | None) ->
     if run.session_id and not t.session_id:
         t.session_id = run.session_id
     # The run is over: a turn or a tool call still open will never finish.
-    changes = t._interrupt(ts, "aborted", recent=False)
+    changes = interrupt(t, ts, "aborted", recent=False)
     t.busy = False
     notice = NoticeBlock(t._new_id(), "shutdown", run_summary(run), subtype="result", timestamp=ts)
     changes.append(t._add(notice))

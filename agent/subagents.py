@@ -33,6 +33,7 @@ from agent.events import (
     SubagentSelectedData,
     SubagentStartedData,
 )
+from agent.transcript_session import interrupt
 
 if TYPE_CHECKING:
     from agent.transcript import Transcript
@@ -253,4 +254,4 @@ class Subagents:
         turn_status: TurnStatus = "done" if status == "completed" else "aborted"
         if status == "failed":
             turn_status = "error"
-        sub.transcript._interrupt(ts, turn_status, recent=False)
+        interrupt(sub.transcript, ts, turn_status, recent=False)
