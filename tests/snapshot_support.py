@@ -223,7 +223,7 @@ def choose_level(
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await wait_for(
-            pilot, lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.armed
+            pilot, lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.arming.armed
         )
         await pilot.press(key)
         await wait_for(pilot, lambda: not isinstance(app.screen, PermissionLevelScreen))

@@ -136,7 +136,7 @@ async def keep_my_rules(pilot: Pilot[Any], h: Harness) -> None:
     """Answer the permission level asked before autopilot with 3, keep my rules."""
     await wait_for(
         pilot,
-        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.armed,
+        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.arming.armed,
         "the permission level dialog",
     )
     await pilot.press("3")

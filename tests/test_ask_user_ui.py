@@ -10,14 +10,13 @@ open items; each change is a line in the timeline.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
-import widgets.ask_user_prompt as ask_user_prompt
+import widgets.arming as arming
 from agent.events import ToolExecutionCompleteData, UserInputCompletedData
 from tests.test_app_pilot import text_of
 from tests.test_permission_ui import (
@@ -61,7 +60,7 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ask_user_prompt, "ARM_DELAY", 0.05)
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
 
 
 def question_view(h: Harness) -> AskUserPromptView | None:
@@ -74,7 +73,7 @@ async def shown(pilot: Pilot[Any], h: Harness) -> AskUserPromptView:
     await wait_for(pilot, lambda: question_view(h) is not None, "the question")
     view = question_view(h)
     assert view is not None
-    await wait_for(pilot, lambda: view.armed, "the question to take keys")
+    await wait_for(pilot, lambda: view.arming.armed, "the question to take keys")
     return view
 
 
@@ -173,7 +172,7 @@ async def test_a_question_without_choices_takes_text(workspace: Path) -> None:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
     fake = FakeMonotonic()
-    monkeypatch.setattr(ask_user_prompt, "time", fake)
+    monkeypatch.setattr(arming, "time", fake)
     return fake
 
 
@@ -190,9 +189,9 @@ async def test_keys_typed_as_the_question_appears_do_not_answer_it(
         view = question_view(h)
         assert view is not None
         await pilot.press("1", "enter")
-        await wait_for(pilot, lambda: view._shown_at != math.inf, "the question to be drawn")
+        await wait_for(pilot, lambda: view.arming.drawn, "the question to be drawn")
         await pilot.press("1", "enter", "x")
-        clock.now += ask_user_prompt.ARM_DELAY - 0.01
+        clock.now += arming.ARM_DELAY - 0.01
         await pilot.press("1", "enter", "x")
         await pilot.pause()
         assert not view.answer.done()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-import widgets.permission_prompt as permission_prompt
+import widgets.arming as arming
 from agent.blocks import NoticeBlock
 from agent.events import ElicitationCompletedData, ElicitationRequestedData, Mode
 from agent.permission_level import CONTENT_KEY, SOURCE, Level
@@ -105,7 +105,9 @@ async def opened(pilot: Pilot[Any], h: Harness) -> None:
 
 
 async def dialog_armed(pilot: Pilot[Any], h: Harness) -> PermissionLevelScreen:
-    await wait_for(pilot, lambda: (d := h.dialog()) is not None and d.armed, "the level dialog")
+    await wait_for(
+        pilot, lambda: (d := h.dialog()) is not None and d.arming.armed, "the level dialog"
+    )
     dialog = h.dialog()
     assert dialog is not None
     return dialog
@@ -130,7 +132,7 @@ async def wait_idle(pilot: Pilot[Any], h: Harness) -> None:
 
 @pytest.fixture(autouse=True)
 def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(permission_prompt, "ARM_DELAY", 0.05)
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
 
 
 @pytest.fixture
@@ -257,7 +259,7 @@ async def test_keys_pressed_as_the_dialog_appears_do_not_choose(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An Enter meant for the prompt must not allow every tool."""
-    monkeypatch.setattr(permission_prompt, "ARM_DELAY", 60.0)
+    monkeypatch.setattr(arming, "ARM_DELAY", 60.0)
     h = Harness(workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await opened(pilot, h)
@@ -393,7 +395,7 @@ async def test_a_question_left_open_in_the_log_is_asked_again(
         await pilot.press("shift+tab", "shift+tab")  # via plan
         await wait_for(
             pilot,
-            lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.armed,
+            lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.arming.armed,
             "the level dialog",
         )
         await pilot.press("1")

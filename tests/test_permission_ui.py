@@ -10,7 +10,6 @@ a call without a rule is denied and the loop goes on; with ``allow_all`` it runs
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-import widgets.permission_prompt as permission_prompt
+import widgets.arming as arming
 import widgets.timeline as timeline_module
 from agent.events import Mode, PermissionCompletedData, ToolExecutionCompleteData
 from agent.permissions import PermissionAnswer, PermissionPolicy, PermissionPrompt
@@ -130,7 +129,7 @@ async def keep_my_rules(pilot: Pilot[Any], h: Harness) -> None:
     """Answer the level asked before autopilot with 3, keep my rules."""
     await wait_for(
         pilot,
-        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.armed,
+        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.arming.armed,
         "the permission level dialog",
     )
     await pilot.press("3")
@@ -149,7 +148,7 @@ async def armed(pilot: Pilot[Any], view: PermissionPromptView) -> None:
     """Wait until the prompt takes keys (ARM_DELAY after it appeared)."""
     await wait_for(
         pilot,
-        lambda: time.monotonic() - view._shown_at >= permission_prompt.ARM_DELAY + 0.02,
+        lambda: time.monotonic() - view.arming.shown_at >= arming.ARM_DELAY + 0.02,
         "the prompt to arm",
     )
 
@@ -186,7 +185,7 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests that are not about the arming delay need not wait the full 0.4 s."""
-    monkeypatch.setattr(permission_prompt, "ARM_DELAY", 0.05)
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
 
 
 # --- interactive: y / n / a -----------------------------------------------------------
@@ -363,13 +362,13 @@ class FakeMonotonic:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
     fake = FakeMonotonic()
-    monkeypatch.setattr(permission_prompt, "time", fake)
+    monkeypatch.setattr(arming, "time", fake)
     return fake
 
 
 async def drawn(pilot: Pilot[Any], view: PermissionPromptView) -> None:
     """Wait until the prompt has been drawn (its arming clock has started)."""
-    await wait_for(pilot, lambda: view._shown_at != math.inf, "the prompt to be drawn")
+    await wait_for(pilot, lambda: view.arming.drawn, "the prompt to be drawn")
 
 
 async def test_keys_typed_as_the_prompt_appears_do_not_answer_it(
@@ -387,7 +386,7 @@ async def test_keys_typed_as_the_prompt_appears_do_not_answer_it(
         await pilot.press("y")
         await drawn(pilot, view)
         await pilot.press("y")
-        clock.now += permission_prompt.ARM_DELAY - 0.01
+        clock.now += arming.ARM_DELAY - 0.01
         await pilot.press("y")
         await pilot.pause()
         assert not view.answer.done()
@@ -415,7 +414,7 @@ async def test_the_delay_counts_from_when_the_prompt_is_drawn(
 
     def slow_first_draw(self: PermissionPromptView, crop: Any) -> Any:
         if not slow_draws:
-            clock.now += 2 * permission_prompt.ARM_DELAY
+            clock.now += 2 * arming.ARM_DELAY
             slow_draws.append(clock.now)
         return render_lines(self, crop)
 
@@ -430,7 +429,7 @@ async def test_the_delay_counts_from_when_the_prompt_is_drawn(
         await pilot.pause()
         assert not view.answer.done() and h.completed() == []
 
-        clock.now += permission_prompt.ARM_DELAY + 0.01
+        clock.now += arming.ARM_DELAY + 0.01
         await pilot.press("y")
         await wait_idle(pilot, h)
         assert h.completed() == [{"kind": "approved"}]

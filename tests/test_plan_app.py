@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-import widgets.permission_prompt as permission_prompt
+import widgets.arming as arming
 from agent.events import ExitPlanModeCompletedData, SessionModeChangedData
 from agent.permissions import PermissionPolicy
 from tests.test_app_pilot import text_of
@@ -39,7 +39,7 @@ DONE = {"name": "task_complete", "arguments": {"summary": "Greeting fixed."}}
 
 @pytest.fixture(autouse=True)
 def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(permission_prompt, "ARM_DELAY", 0.05)
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ async def approval_armed(pilot: Pilot[Any], h: Harness) -> PlanApproval:
 
     def armed() -> bool:
         view = approval(h)
-        return view is not None and time.monotonic() - view._shown_at >= 0.05
+        return view is not None and time.monotonic() - view.arming.shown_at >= 0.05
 
     await wait_for(pilot, armed, "the plan's approval question")
     view = approval(h)
@@ -236,7 +236,7 @@ async def test_the_plan_panel_shows_the_current_plan(workspace: Path) -> None:
 async def test_keys_pressed_as_the_question_appears_do_not_answer(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(permission_prompt, "ARM_DELAY", 60.0)
+    monkeypatch.setattr(arming, "ARM_DELAY", 60.0)
     h = Harness(workspace, mode="plan", turns=[{"text": "Plan.", "tool_calls": [PROPOSE]}])
     async with h.app.run_test(size=SIZE) as pilot:
         await opened(pilot, h)

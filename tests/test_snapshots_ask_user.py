@@ -62,7 +62,7 @@ def waiting_for_the_answer() -> Callable[[Pilot[Any]], Awaitable[None]]:
             turns = list(app.query(TurnView))
             return (
                 len(views) == 1
-                and views[0].armed
+                and views[0].arming.armed
                 and not views[0].answer.done()
                 and len(turns) == 1
                 and _text_shown(turns[0])

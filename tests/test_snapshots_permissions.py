@@ -10,7 +10,6 @@ Update with ``pytest tests/test_snapshots_permissions.py --snapshot-update``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -75,7 +74,7 @@ def waiting_for_permission() -> Callable[[Pilot[Any]], Awaitable[None]]:
             turns = list(app.query(TurnView))
             return (
                 len(views) == 1
-                and views[0]._shown_at != math.inf  # drawn
+                and views[0].arming.drawn
                 and not views[0].answer.done()
                 and len(turns) == 1
                 and _text_shown(turns[0])
@@ -194,7 +193,7 @@ def test_autopilot_asks_for_the_permission_level(
     async def run_before(pilot: Pilot[Any]) -> None:
         app.prompt.cursor_blink = False
         await wait_for(
-            pilot, lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.armed
+            pilot, lambda: isinstance(app.screen, PermissionLevelScreen) and app.screen.arming.armed
         )
         await pilot.pause()
 

@@ -9,7 +9,6 @@ Update with ``pytest tests/test_snapshots_plan.py --snapshot-update``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,7 +76,7 @@ async def waiting_for_approval(pilot: Pilot[Any]) -> None:
         turns = list(app.query(TurnView))
         return (
             len(asks) == 1
-            and asks[0]._shown_at != math.inf  # drawn
+            and asks[0].arming.drawn
             and not asks[0].answer.done()
             and len(list(app.query(PlanView))) == 1
             and bool(turns)

@@ -9,8 +9,6 @@ for the prompt (typed just before it appeared) never answer it.
 from __future__ import annotations
 
 import asyncio
-import math
-import time
 
 from rich.text import Text
 from textual import events
@@ -19,7 +17,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from agent.user_input import UserAnswer, UserQuestion
-from widgets.permission_prompt import ARM_DELAY
+from widgets.arming import Arming
 
 
 class AskUserPromptView(Vertical, can_focus=True):
@@ -27,7 +25,7 @@ class AskUserPromptView(Vertical, can_focus=True):
         super().__init__(classes="ask-user-prompt")
         self.question = question
         self.answer: asyncio.Future[UserAnswer] = asyncio.get_running_loop().create_future()
-        self._shown_at = math.inf  # set once drawn: until then no key counts
+        self.arming = Arming()
         self._highlight = 0
         self._choices = Static(self._choice_lines(), classes="choices")
         self._typed: Input | None = None
@@ -63,15 +61,7 @@ class AskUserPromptView(Vertical, can_focus=True):
     def on_mount(self) -> None:
         self.focus()
         self.scroll_visible()
-        # Mounted is not yet on screen: the delay counts from the first refresh.
-        self.call_after_refresh(self._arm)
-
-    def _arm(self) -> None:
-        self._shown_at = time.monotonic()
-
-    @property
-    def armed(self) -> bool:
-        return time.monotonic() - self._shown_at >= ARM_DELAY
+        self.arming.start_after_refresh(self)
 
     def on_key(self, event: events.Key) -> None:
         if self._typed is not None:
@@ -85,7 +75,7 @@ class AskUserPromptView(Vertical, can_focus=True):
             return  # Esc still aborts the turn; Ctrl+C still quits
         event.stop()
         event.prevent_default()
-        if not self.armed:
+        if not self.arming.armed:
             return  # typed before the question appeared: not an answer
         if picks:
             self._resolve(UserAnswer(choices[int(key) - 1], was_freeform=False))

@@ -8,9 +8,6 @@ for the prompt must not allow every tool.
 
 from __future__ import annotations
 
-import math
-import time
-
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,8 +17,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-import widgets.permission_prompt as permission_prompt
 from agent.permission_level import OPTIONS, QUESTION, Level, LevelOption
+from widgets.arming import Arming
 
 _KIND_WORDS = {"write": "file edits", "shell": "shell commands", "custom-tool": "app tools"}
 
@@ -38,7 +35,7 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
     def __init__(self, denied: list[str]) -> None:
         super().__init__(id="permission-level")
         self.denied = denied  # the kinds of call the rules would deny in autopilot
-        self._shown_at = math.inf  # set once drawn: until then no choice counts
+        self.arming = Arming()  # until armed, no choice counts
 
     def compose(self) -> ComposeResult:
         what = " and ".join(_KIND_WORDS.get(kind, kind) for kind in self.denied)
@@ -55,21 +52,14 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
-        self.call_after_refresh(self._arm)
-
-    def _arm(self) -> None:
-        self._shown_at = time.monotonic()
-
-    @property
-    def armed(self) -> bool:
-        return time.monotonic() - self._shown_at >= permission_prompt.ARM_DELAY
+        self.arming.start_after_refresh(self)
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
         message.stop()
         self.action_choose(message.option_index)
 
     def action_choose(self, index: int) -> None:
-        if self.armed:  # else typed before the question appeared: not an answer
+        if self.arming.armed:  # else typed before the question appeared: not an answer
             self.dismiss(OPTIONS[index].level)
 
     def action_cancel(self) -> None:

@@ -8,8 +8,6 @@ answer it by accident.
 from __future__ import annotations
 
 import asyncio
-import math
-import time
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -19,9 +17,9 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from agent.permissions import PermissionAnswer, PermissionPrompt, command_identifiers
+from widgets.arming import Arming
 from widgets.lazy_rich import highlighted
 
-ARM_DELAY = 0.4  # seconds before keys count
 MAX_DIFF_LINES = 60
 
 
@@ -30,7 +28,7 @@ class PermissionPromptView(Vertical, can_focus=True):
         super().__init__(classes="permission-prompt")
         self.prompt = prompt
         self.answer: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
-        self._shown_at = math.inf  # set once drawn: until then no key counts
+        self.arming = Arming()
         self._feedback: Input | None = None
 
     def compose(self) -> ComposeResult:
@@ -61,17 +59,13 @@ class PermissionPromptView(Vertical, can_focus=True):
     def on_mount(self) -> None:
         self.focus()
         self.scroll_visible()
-        # Mounted is not yet on screen: the delay counts from the first refresh.
-        self.call_after_refresh(self._arm)
-
-    def _arm(self) -> None:
-        self._shown_at = time.monotonic()
+        self.arming.start_after_refresh(self)
 
     def on_key(self, event: events.Key) -> None:
         if self._feedback is not None or event.key not in ("y", "a", "n"):
             return  # Esc still aborts the turn; Ctrl+C still quits
         event.stop()
-        if time.monotonic() - self._shown_at < ARM_DELAY:
+        if not self.arming.armed:
             return  # typed before the request appeared: not an answer
         match event.key:
             case "y":

@@ -11,8 +11,6 @@ never answer it.
 from __future__ import annotations
 
 import asyncio
-import math
-import time
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -21,10 +19,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-import widgets.permission_prompt as permission_prompt
 from agent.blocks import PlanBlock
 from agent.events import PlanAction
 from agent.plan_review import outcome_text
+from widgets.arming import Arming
 from widgets.lazy_rich import rich_markdown
 
 
@@ -56,7 +54,7 @@ class PlanApproval(Vertical, can_focus=True):
         self.answer: asyncio.Future[tuple[PlanAction | None, str | None]] = (
             asyncio.get_running_loop().create_future()
         )
-        self._shown_at = math.inf  # set once drawn: until then no key counts
+        self.arming = Arming()
         self._feedback: Input | None = None
 
     def compose(self) -> ComposeResult:
@@ -76,16 +74,13 @@ class PlanApproval(Vertical, can_focus=True):
     def on_mount(self) -> None:
         self.focus()
         self.scroll_visible()
-        self.call_after_refresh(self._arm)
-
-    def _arm(self) -> None:
-        self._shown_at = time.monotonic()
+        self.arming.start_after_refresh(self)
 
     def on_key(self, event: events.Key) -> None:
         if self._feedback is not None or event.key not in ("1", "2", "3"):
             return  # Esc still aborts the turn; Ctrl+C still quits
         event.stop()
-        if time.monotonic() - self._shown_at < permission_prompt.ARM_DELAY:
+        if not self.arming.armed:
             return  # typed before the question appeared: not an answer
         match event.key:
             case "1":
