@@ -53,6 +53,7 @@ from agent.events import (
 )
 from agent.history import History
 from agent.hooks import LoopHooks, ToolAfterword, ToolDecision
+from agent.log_writer import LogWriteError
 from agent.models.base import (
     ModelClient,
     ModelReply,
@@ -61,7 +62,6 @@ from agent.models.base import (
     TextDelta,
     ToolCall,
 )
-from agent.store import LogWriteError
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, execute
 from agent.turn_notes import StreamClock, attempt_cut_note, turn_stats_note
@@ -112,7 +112,7 @@ class LoopHost(Protocol):
     async def persist(self) -> None:
         """Make every event emitted so far durable (written and fsynced).
 
-        Raises :class:`~agent.store.LogWriteError` when the log cannot be written."""
+        Raises :class:`~agent.log_writer.LogWriteError` when the log cannot be written."""
         ...
 
     def tools(self) -> ToolRegistry: ...
@@ -505,7 +505,7 @@ class TurnLoop:
 
         This is the log's second fsync point, beside the turn end. Read-only tools
         skip it: they change nothing. Raises
-        :class:`~agent.store.LogWriteError` when the log cannot be written: the
+        :class:`~agent.log_writer.LogWriteError` when the log cannot be written: the
         tool never runs.
         """
         tool = self.host.tools().get(request.name)

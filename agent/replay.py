@@ -353,7 +353,7 @@ class LogFollower:
         if stat.st_size == self._offset and not self._partial:
             return
         # Read from the end of the last whole line: an unfinished line is read again
-        # rather than kept, so one a new writer set aside (store.set_aside_torn_tail
+        # rather than kept, so one a new writer set aside (log_writer.set_aside_torn_tail
         # cuts the log back to its last newline) is not glued to what it appends.
         with self.path.open("rb") as fh:
             fh.seek(self._offset)

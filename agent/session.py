@@ -67,6 +67,7 @@ from agent.events import (
 )
 from agent.history import History
 from agent.hooks import LoopHooks
+from agent.log_writer import LogWriteError, SessionWriter
 from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
 from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
@@ -78,7 +79,7 @@ from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
 from agent.shell_escape import run_user_command
-from agent.store import LogWriteError, SessionStore, SessionWriter
+from agent.store import SessionStore
 from agent.tail_resume import ResumePlan, plan_resume, unreadable_reason
 from agent.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from agent.compaction import CompactionSettings, settings_from
 from agent.events import Mode
+from agent.log_writer import LogWriteError
 from agent.loop import DEFAULT_MAX_CONTINUES
 from agent.models.base import ModelClient, RetryPolicy
 from agent.models.scripted import SCRIPTED_PREFIX, ScriptedModel
@@ -19,7 +20,7 @@ from agent.models.settings import ProviderSettings
 from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
 from agent.session_lock import SessionInUse
-from agent.store import ForeignSession, LogWriteError, SessionStore, loopdeck_home
+from agent.store import ForeignSession, SessionStore, loopdeck_home
 from app.locate import ResumeTarget
 from app.locate import resume_target as locate_resume_target
 
