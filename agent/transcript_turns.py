@@ -1,5 +1,6 @@
 """The model's turns in the transcript: opened and closed, their text and reasoning
-(streamed, then final), retried model calls and cut attempts, loopdeck's notes.
+(streamed, then final), retried model calls and cut attempts, loopdeck's notes, and
+the warnings that say a call was retried or its output cut at the limit.
 
 Assistant output outside a turn opens an implied one. A retried call keeps what the
 failed attempt streamed apart, marked cut.
