@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -170,7 +170,7 @@ class SessionWriter:
             self._sync_waiters.append((target, waiter))
             self._idle.clear()
             self._wake.set()
-            await waiter
+            await self._unless_stopped(waiter)
         if self.error is not None:
             raise self.error
 
@@ -255,7 +255,20 @@ class SessionWriter:
 
     async def drain(self) -> None:
         """Wait until everything appended so far is written and delivered."""
-        await self._idle.wait()
+        if not self._idle.is_set():
+            await self._unless_stopped(self._idle.wait())
+
+    async def _unless_stopped(self, waiting: Awaitable[object]) -> None:
+        """Await ``waiting``, or only until the writer task has ended: a writer
+        cancelled with its event loop (torn down without ``close``) never wakes it."""
+        future = asyncio.ensure_future(waiting)
+        task = self._task
+        try:
+            if task is None or task.done():
+                return
+            await asyncio.wait((future, task), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            future.cancel()
 
     async def close(self) -> None:
         if self._task is None:

@@ -123,6 +123,7 @@ class LoopdeckApp(App[int]):
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
         self._last_ctrl_c = 0.0
         self._startup_error: str | None = None
+        self._stop_watching: Callable[[], None] = lambda: None
         self._sent_before_open: list[str] = []  # typed while the session was opening
 
     def compose(self) -> ComposeResult:
@@ -145,6 +146,13 @@ class LoopdeckApp(App[int]):
         self.call_after_refresh(
             lambda: self.run_worker(self._start(), name="open-session", exclusive=True)
         )
+
+    async def on_unmount(self) -> None:
+        # Every way out (an error in a widget, the terminal closing, App.exit) ends the
+        # running turn and writes the log, as quitting does; closing twice is harmless.
+        if self.session is not None:
+            self._stop_watching()  # the widgets are gone: nothing left to draw on
+            await self.session.close()
 
     async def _start(self) -> None:
         try:
@@ -177,7 +185,7 @@ class LoopdeckApp(App[int]):
         seed_timeline(self.timeline, session)  # a long log: only its tail is loaded
         self.timeline.load(backlog)
         self.todo_panel.show(self.timeline.transcript.todos.items)
-        session.subscribe(self._on_event)
+        self._stop_watching = session.subscribe(self._on_event)
         self.run_worker(
             self.files.load(session.cwd, self._files_listed),
             name="file-index",

@@ -276,3 +276,22 @@ print(second.success, (ws / "big.txt").stat().st_size)
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["False []", "True 200000"]
+
+
+async def test_waiting_on_a_writer_ends_when_its_task_is_gone(tmp_path: Path) -> None:
+    # An event loop torn down without closing the session cancels the writer task;
+    # whoever drains it (the turn ending as it is cancelled) must not wait for ever.
+    import asyncio
+
+    from agent.events import SessionInfoData
+
+    store = SessionStore(tmp_path / "home")
+    writer = await store.open_writer("s-1")
+    task = writer._task
+    assert task is not None
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    writer.append(Event.new(SessionInfoData(info_type="note", message="late"), None))
+    await asyncio.wait_for(writer.drain(), 5)
+    await asyncio.wait_for(writer.sync(), 5)

@@ -1,0 +1,43 @@
+"""However the app ends, its session is closed: the turn ends, the log is whole.
+
+Ctrl+Q / Ctrl+C close the session before exiting; an exit that does not pass there (an
+error in a widget, the terminal closing, ``App.exit``) must not leave the running turn
+unfinished in the log, events unwritten, or the session's lock held.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.session_lock import in_use_by
+from agent.store import SessionStore, read_events
+from tests.test_permission_level import Harness, opened, send, wait_for
+from tests.test_permission_ui import EDIT, GREET, SIZE
+
+
+async def test_an_exit_that_skips_quit_still_ends_the_turn_and_writes_the_log(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "greet.py").write_text(GREET, encoding="utf-8")
+    store = SessionStore(tmp_path / "home")
+    h = Harness(workspace, turns=[{"text": "Editing.", "tool_calls": [EDIT]}], store=store)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await opened(pilot, h)
+        await send(pilot, h, "fix the greeting")
+        # The turn waits on the user's answer to the edit's permission prompt.
+        await wait_for(pilot, lambda: h.recorder.of("permission.requested"), "the prompt")
+        session_id = h.session.id
+        h.app.exit()
+
+    folder = store.session_dir(session_id)
+    kinds = [event.type for event in read_events(folder).events]
+    # The prompt is closed unanswered and the turn ends aborted (idle is never written).
+    assert kinds[-4:] == [
+        "permission.completed",
+        "tool.execution_complete",
+        "assistant.turn_end",
+        "abort",
+    ], kinds[-6:]
+    assert in_use_by(folder) is None  # the lock is released
