@@ -25,7 +25,7 @@ from agent.permissions import PermissionAnswer, PermissionPrompt
 from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
-from app.app_setup import set_up
+from app.app_setup import exit_on_signals, set_up
 from app.resume_view import seed_timeline
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
@@ -136,6 +136,8 @@ class LoopdeckApp(App[int]):
 
     def on_mount(self) -> None:
         set_up(self)
+        if not self.is_headless:
+            exit_on_signals(self)
         self.prompt.focus()
         if self._prefill:
             self.prompt.text = self._prefill

@@ -7,10 +7,21 @@ unfinished in the log, events unwritten, or the session's lock held.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from agent.session_lock import in_use_by
 from agent.store import SessionStore, read_events
+from tests.test_cli import write_script
+from tests.test_cli_edges import TIMEOUT
 from tests.test_permission_level import Harness, opened, send, wait_for
 from tests.test_permission_ui import EDIT, GREET, SIZE
 
@@ -41,3 +52,55 @@ async def test_an_exit_that_skips_quit_still_ends_the_turn_and_writes_the_log(
         "abort",
     ], kinds[-6:]
     assert in_use_by(folder) is None  # the lock is released
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_the_terminal_closing_ends_the_turn_and_releases_the_session(
+    signum: int, tmp_path: Path, loopdeck_home: Path
+) -> None:
+    """SIGHUP (the terminal window closed) or SIGTERM while a prompt waits: the real app
+    exits as on Ctrl+Q, so the log says how the turn ended and nobody holds the session."""
+    pty = pytest.importorskip("pty")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "greet.py").write_text(GREET, encoding="utf-8")
+    script = write_script(tmp_path / "s.json", [{"text": "Editing.", "tool_calls": [EDIT]}])
+    argv = [sys.executable, "-m", "app.cli", "fix the greeting", "--model", f"scripted:{script}"]
+    env = {**os.environ, "LOOPDECK_HOME": str(loopdeck_home), "COLUMNS": "100", "LINES": "30"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec at once, nothing of pytest runs here
+        os.chdir(workspace)
+        os.execve(sys.executable, argv, env)
+
+    def logs() -> list[Path]:
+        return list((loopdeck_home / "session-state").glob("*/events.jsonl"))
+
+    def asking() -> bool:
+        return any("permission.requested" in log.read_text(encoding="utf-8") for log in logs())
+
+    status: int | None = None
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not asking() and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                os.read(fd, 65536)  # keep the terminal drained so the app never blocks
+        assert asking(), "the app never asked about the edit"
+        os.kill(pid, signum)
+        deadline = time.monotonic() + TIMEOUT
+        while status is None and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                with contextlib.suppress(OSError):
+                    os.read(fd, 65536)
+            reaped, code = os.waitpid(pid, os.WNOHANG)
+            status = code if reaped else None
+    finally:
+        if status is None:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        os.close(fd)
+    assert status is not None, "the app did not exit"
+    [log] = logs()
+    kinds = [json.loads(line)["type"] for line in log.read_text(encoding="utf-8").splitlines()]
+    assert kinds[-2:] == ["assistant.turn_end", "abort"], kinds[-6:]
+    assert in_use_by(log.parent) is None
