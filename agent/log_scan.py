@@ -4,24 +4,20 @@ A listing needs a handful of facts per session (first prompt, turns, tools, outc
 usage). Parsing every line into pydantic events costs most of a listing's time on
 Copilot CLI's logs, whose lines are large (a 43 KB system prompt, tool output). Here
 each line's type is read from its first bytes (both writers put ``type`` first), and
-only lines of the types :func:`agent.store.summarize_events` reads are parsed; the
-rest are skipped unread, and turns and tool results, which it only counts, are
-counted.
+only lines of the types :func:`agent.session_summary.summarize_events` reads are
+parsed (into plain dicts); the rest are skipped unread, and turns and tool results,
+which it only counts, are counted.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
-from agent.events import (
-    AssistantTurnEndData,
-    AssistantTurnStartData,
-    Event,
-    EventData,
-    ToolExecutionCompleteData,
-    event_from_json,
-)
+from agent.log_lines import read_line
+
+Envelope = dict[str, Any]
 
 # The envelope's type, at the start of the line (a "type" key deeper in the data,
 # e.g. a tool request's, never matches here).
@@ -29,33 +25,28 @@ _TYPE_FIRST = re.compile(rb'\s*\{\s*"type"\s*:\s*"([^"\\]+)"')
 _TIMESTAMP_KEY = b'"timestamp"'
 _STAMP = re.compile(rb'"timestamp"\s*:\s*"([^"\\]+)"')
 
-
-def _stand_in(data: EventData) -> Event:
-    return Event.model_construct(
-        type=data.TYPE, data=data, id="", timestamp="", parent_id=None, ephemeral=False
-    )
-
-
 # Only counted (their data, tool output above all, is never read): one shared stand-in
 # per type takes the place of each such line, which is never parsed.
-_COUNTED: dict[str, Event] = {
-    ToolExecutionCompleteData.TYPE: _stand_in(
-        ToolExecutionCompleteData.model_construct(tool_call_id="", success=True)
-    ),
-    AssistantTurnStartData.TYPE: _stand_in(AssistantTurnStartData.model_construct(turn_id="")),
-    AssistantTurnEndData.TYPE: _stand_in(AssistantTurnEndData.model_construct(turn_id="")),
+_COUNTED: dict[str, Envelope] = {
+    "tool.execution_complete": {
+        "type": "tool.execution_complete",
+        "data": {"toolCallId": "", "success": True},
+    },
+    "assistant.turn_start": {"type": "assistant.turn_start", "data": {"turnId": ""}},
+    "assistant.turn_end": {"type": "assistant.turn_end", "data": {"turnId": ""}},
 }
 
 
 _NOT_COUNTED = re.compile(rb'"isUserRequested"\s*:\s*true|"agentId"\s*:\s*"[^"]')
 
 
-def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Event], str, str]:
-    """The events of types in ``wanted`` (tool results as bare placeholders), and
-    the timestamps of the log's first and last whole events (when it began, for a log
-    without session.start, and its latest activity)."""
+def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Envelope], str, str]:
+    """The envelopes (each line's JSON object) of types in ``wanted`` (tool results
+    and turn markers as bare placeholders), and the timestamps of the log's first and
+    last whole events (when it began, for a log without session.start, and its latest
+    activity)."""
     data = path.read_bytes()
-    events: list[Event] = []
+    events: list[Envelope] = []
     lines = data.split(b"\n")
     torn = lines.pop() if lines else b""  # after the last newline: "" or a torn line
     for raw in lines:
@@ -75,24 +66,31 @@ def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Event], str
         else:
             _parse_into(events, raw, wanted)
     if torn.strip():
-        try:  # whole but unterminated (kept), or torn by a writer that died (skipped)
-            last = event_from_json(torn.decode("utf-8", "replace"))
-        except ValueError:
-            pass
-        else:
+        # Whole but unterminated (kept), or torn by a writer that died (skipped).
+        last = _envelope(torn)
+        if last is not None:
             lines.append(torn)
-            if last.type in wanted:
+            if last["type"] in wanted:
                 events.append(last)
     return events, _first_stamp(lines), _last_stamp(lines)
 
 
-def _parse_into(events: list[Event], raw: bytes, wanted: frozenset[str]) -> None:
+def _envelope(raw: bytes) -> Envelope | None:
+    """The line's envelope, or None when it is not one (an unreadable line tells a
+    listing nothing)."""
     try:
-        event = event_from_json(raw.decode("utf-8", "replace"))
+        obj = read_line(raw.decode("utf-8", "replace"))
     except ValueError:
-        return  # an unreadable line tells a listing nothing
-    if event.type in wanted:
-        events.append(event)
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        return None
+    return obj
+
+
+def _parse_into(events: list[Envelope], raw: bytes, wanted: frozenset[str]) -> None:
+    envelope = _envelope(raw)
+    if envelope is not None and envelope["type"] in wanted:
+        events.append(envelope)
 
 
 def _first_stamp(lines: list[bytes]) -> str:

@@ -77,8 +77,9 @@ from agent.prompt import build_system_prompt, git_branch
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
+from agent.session_writer import SessionWriter
 from agent.shell_escape import run_user_command
-from agent.store import LogWriteError, SessionStore, SessionWriter
+from agent.store import LogWriteError, SessionStore
 from agent.tail_resume import ResumePlan, plan_resume, unreadable_reason
 from agent.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from copilot.generated.session_events import session_event_from_dict
 
-import agent.store
+import agent.session_writer
 from agent.events import Event
 from agent.permissions import PermissionPolicy
 from agent.session import Session
@@ -171,14 +171,16 @@ class FakeFullDisk:
 
     def __init__(self, marker: bytes) -> None:
         self.marker = marker
-        self.real = agent.store._write_all
+        self.real = agent.session_writer._write_all
         self.full = False
 
     def __call__(self, fd: int, data: bytes) -> int:
         if self.full or self.marker in data:
             self.full = True
             half = os.write(fd, data[: len(data) // 2])
-            raise agent.store._PartialWrite(half, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+            raise agent.session_writer._PartialWrite(
+                half, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            )
         return self.real(fd, data)
 
 
@@ -186,7 +188,7 @@ async def test_a_failed_write_stops_the_loop_with_a_storage_error(
     tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     disk = FakeFullDisk(b"b.txt")
-    monkeypatch.setattr(agent.store, "_write_all", disk)
+    monkeypatch.setattr(agent.session_writer, "_write_all", disk)
     store = SessionStore(loopdeck_home)
     model = scripted(
         [
@@ -229,7 +231,7 @@ async def test_a_failed_write_stops_the_loop_with_a_storage_error(
     await session.close()
 
     # Space again: the session resumes and goes on.
-    monkeypatch.setattr(agent.store, "_write_all", disk.real)
+    monkeypatch.setattr(agent.session_writer, "_write_all", disk.real)
     resumed = await Session.resume(
         store=store,
         session_id=session.id,
