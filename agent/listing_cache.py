@@ -90,7 +90,8 @@ class ListingCache:
             make_private_dirs(self.path.parent)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, separators=(",", ":"))
+                # dumps, not dump: json.dump encodes in pure Python, piece by piece.
+                out.write(json.dumps(data, separators=(",", ":")))
             os.replace(tmp, self.path)
         except OSError:
             with contextlib.suppress(OSError):

@@ -46,33 +46,38 @@ def listing_events(path: Path, wanted: frozenset[str]) -> tuple[list[Envelope], 
     last whole events (when it began, for a log without session.start, and its latest
     activity)."""
     data = path.read_bytes()
+    wanted_types = {etype.encode() for etype in wanted}
     events: list[Envelope] = []
-    lines = data.split(b"\n")
-    torn = lines.pop() if lines else b""  # after the last newline: "" or a torn line
-    for raw in lines:
-        match = _TYPE_FIRST.match(raw)
+    # Lines as (start, end) in ``data``: a line that is skipped is never copied out.
+    lines: list[tuple[int, int]] = []
+    whole = data.rfind(b"\n") + 1  # after the last newline: nothing, or a torn line
+    start = 0
+    while start < whole:
+        end = data.index(b"\n", start)
+        lines.append((start, end))
+        match = _TYPE_FIRST.match(data, start, end)
         if match is None:
-            if raw.strip():
-                _parse_into(events, raw, wanted)  # an unusual layout: read it whole
-            continue
-        etype = match.group(1).decode("utf-8", "replace")
-        if etype not in wanted:
-            continue
-        stand_in = _COUNTED.get(etype)
-        # Counted unread, unless the line says it is not the model's own call: a user's
-        # !command, or a sub-agent's (the envelope's agentId).
-        if stand_in is not None and not _NOT_COUNTED.search(raw):
-            events.append(stand_in)
-        else:
-            _parse_into(events, raw, wanted)
-    if torn.strip():
+            if data[start:end].strip():
+                _parse_into(events, data[start:end], wanted)  # an unusual layout: read it whole
+        elif match.group(1) in wanted_types:
+            stand_in = _COUNTED.get(match.group(1).decode())
+            # Counted unread, unless the line says it is not the model's own call: a
+            # user's !command, or a sub-agent's (the envelope's agentId).
+            if stand_in is not None and not _NOT_COUNTED.search(data, start, end):
+                events.append(stand_in)
+            else:
+                _parse_into(events, data[start:end], wanted)
+        start = end + 1
+    if data[whole:].strip():
         # Whole but unterminated (kept), or torn by a writer that died (skipped).
-        last = _envelope(torn)
+        last = _envelope(data[whole:])
         if last is not None:
-            lines.append(torn)
+            lines.append((whole, len(data)))
             if last["type"] in wanted:
                 events.append(last)
-    return events, _first_stamp(lines), _last_stamp(lines)
+    first = next(filter(None, (_stamp(data, *line) for line in lines)), "")
+    last_stamp = next(filter(None, (_stamp(data, *line) for line in reversed(lines))), "")
+    return events, first, last_stamp
 
 
 def _envelope(raw: bytes) -> Envelope | None:
@@ -93,23 +98,12 @@ def _parse_into(events: list[Envelope], raw: bytes, wanted: frozenset[str]) -> N
         events.append(envelope)
 
 
-def _first_stamp(lines: list[bytes]) -> str:
-    """The envelope timestamp of the first line that has one."""
-    for raw in lines:
-        found = _last_stamp([raw])
-        if found:
-            return found
-    return ""
-
-
-def _last_stamp(lines: list[bytes]) -> str:
-    """The envelope timestamp of the last line that has one. Both writers put it after
-    ``data``, so the last occurrence in a line is the envelope's."""
-    for raw in reversed(lines):
-        at = raw.rfind(_TIMESTAMP_KEY)
-        if at == -1:
-            continue
-        match = _STAMP.match(raw, at)
-        if match is not None:
-            return match.group(1).decode("utf-8", "replace")
-    return ""
+def _stamp(data: bytes, start: int, end: int) -> str:
+    """The envelope timestamp of the line at ``data[start:end]`` ("" when it has
+    none). Both writers put it after ``data``, so the last occurrence in a line is
+    the envelope's."""
+    at = data.rfind(_TIMESTAMP_KEY, start, end)
+    if at == -1:
+        return ""
+    match = _STAMP.match(data, at, end)
+    return match.group(1).decode("utf-8", "replace") if match is not None else ""

@@ -1,7 +1,7 @@
 """``loopdeck sessions --all`` and ``--copilot`` over 200 sessions, before and now.
 
 Each run is a cold process (what a user waits for). "before" is the code of another
-commit (``--before``, by default the one before the listing was made cheap), taken
+commit (``--before``, by default the one before logs were read as plain JSON), taken
 with ``git archive`` into a temporary folder; "now" is this checkout. Both run the
 same way: ``python -S`` with the code's folder and this environment's site-packages
 on ``sys.path``, so only the code differs. Runs are interleaved round-robin, and
@@ -33,7 +33,7 @@ from benchmarks.machine import ROOT, load_average, machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "session_listing.json"
 FIXTURES = ROOT / "tests" / "fixtures"
-DEFAULT_BEFORE = "e30e70a"  # the commit before resume forked and listings got cheap
+DEFAULT_BEFORE = "f7daa66"  # the commit before the listing read logs as plain JSON
 
 CHILD = """
 import sys
@@ -139,11 +139,19 @@ def main(argv: list[str] | None = None) -> int:
             for label, code in (("before", before), ("now", ROOT)):
                 child = CHILD.format(code=str(code), site=site, argv=argv_)
                 variants[f"{kind}/{label}"] = [*python, child]
-        # The Copilot listing keeps what it read in loopdeck's home: "now" runs with
-        # what the previous run kept (logs unchanged), "now, no cache" without it.
+        # The Copilot listing keeps what it read in loopdeck's home: "before" and
+        # "now" run with what their previous run kept (logs unchanged), ", no cache"
+        # without it (a first listing). Each code keeps its own: their entries are
+        # tied to the code that made them, so a shared file would never hold.
+        variants["copilot/before, no cache"] = variants["copilot/before"]
         variants["copilot/now, no cache"] = variants["copilot/now"]
-        cache = loopdeck / "cache" / "copilot-listing.json"
-        uncached = {"copilot/now, no cache"}
+        envs = {name: env for name in variants}
+        caches: dict[str, Path] = {}
+        for label in ("before", "now"):
+            home = base / f"copilot-listing-{label}"  # only its cache: --copilot lists COPILOT_HOME
+            for name in (f"copilot/{label}", f"copilot/{label}, no cache"):
+                envs[name] = {**env, "LOOPDECK_HOME": str(home)}
+            caches[f"copilot/{label}, no cache"] = home / "cache" / "copilot-listing.json"
         loopdeck_cmd = shutil.which("loopdeck", path=str(Path(sys.executable).parent))
         if loopdeck_cmd:
             variants["all/loopdeck command"] = [loopdeck_cmd, "sessions", "--all"]
@@ -151,13 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {name: [] for name in variants}
         outputs: dict[str, str] = {}
         for name, cmd in variants.items():  # one warm-up each (page cache, .pyc files)
-            if name in uncached:
-                cache.unlink(missing_ok=True)
-            _, outputs[name] = timed(cmd, env)
+            if name in caches:
+                caches[name].unlink(missing_ok=True)
+            _, outputs[name] = timed(cmd, envs.get(name, env))
         for now_name, before_name in (
             ("all/now", "all/before"),
             ("copilot/now", "copilot/before"),
-            ("copilot/now, no cache", "copilot/before"),
+            ("copilot/now, no cache", "copilot/before, no cache"),
         ):
             now, old = rows(outputs[now_name]), rows(outputs[before_name])
             if len(now) != args.sessions + 1:
@@ -166,9 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise BenchmarkError(f"{now_name}: the listing differs from before's")
         for _ in range(args.repeat):
             for name, cmd in variants.items():
-                if name in uncached:
-                    cache.unlink(missing_ok=True)
-                times[name].append(timed(cmd, env)[0])
+                if name in caches:
+                    caches[name].unlink(missing_ok=True)
+                times[name].append(timed(cmd, envs.get(name, env))[0])
     info["loadavg_end"] = load_average()
     report = {"machine": info, "params": vars(args), "seconds": times}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -183,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     for now_name, before_name in (
         ("all/now", "all/before"),
         ("copilot/now", "copilot/before"),
-        ("copilot/now, no cache", "copilot/before"),
+        ("copilot/now, no cache", "copilot/before, no cache"),
     ):
         ratio = statistics.median(times[before_name]) / statistics.median(times[now_name])
         print(f"{now_name}: {ratio:.1f}x faster than {before_name} (medians)")
