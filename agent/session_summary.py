@@ -333,10 +333,12 @@ _PLAIN: dict[str, Check] = {
 def _check_of(annotation: str) -> Check:
     """A check that ``value`` is, as JSON gives it, of the annotation's type with no
     conversion (a model may accept more: those lines go to the model)."""
-    alternatives = [_one_check(part) for part in annotation.split(" | ")]
-    if len(alternatives) == 1:
-        return alternatives[0]
-    return lambda v: any(check(v) for check in alternatives)
+    parts = annotation.split(" | ")
+    checks = [_one_check(part) for part in parts if part != "None"]
+    check = checks[0] if len(checks) == 1 else lambda v: any(c(v) for c in checks)
+    if "None" in parts:
+        return lambda v: v is None or check(v)
+    return check
 
 
 def _one_check(annotation: str) -> Check:

@@ -4,8 +4,10 @@ listed from their metadata."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import agent.log_scan
-from agent.session_summary import summarize_events
+from agent.session_summary import LISTING_TYPES, summarize_events
 from agent.store import SessionStore, SessionSummary
 
 REAL = Path(__file__).parent / "fixtures" / "copilot-real"
@@ -196,3 +200,78 @@ def test_a_first_copilot_listing_imports_neither_the_event_models_nor_asyncio(
     assert imported == []
     assert "What does average_item_price do? One sentence." in listing
     assert len(listing.split("\n\n")[0].splitlines()) == len(REAL_LOGS) + 1
+
+
+# --- the scan reads what a full read reads, whatever the layout -------------------------
+
+SOURCE_LINES = [
+    json.loads(line)
+    for log in (REAL / "irrlicht-shell-escape-command", REAL / "irrlicht-foreground-subagent")
+    for line in (log / "events.jsonl").read_text("utf-8").splitlines()
+]
+
+
+@st.composite
+def odd_layout_line(draw: st.DrawFn) -> str:
+    """A line of a real log, in the writers' layout or another one; or not an event."""
+    kind = draw(st.sampled_from(["as written", "spaced", "type later", "escaped", "other"]))
+    if kind == "other":
+        return draw(st.sampled_from(["", "   ", "{not json", "[]", "null", '{"type":5}']))
+    envelope = draw(st.sampled_from(SOURCE_LINES))
+    if kind == "spaced":
+        return " " + json.dumps(envelope, separators=(", ", " : "))
+    if kind == "type later":
+        return json.dumps({"id": "x", **envelope})
+    line = json.dumps(envelope, separators=(",", ":"))
+    if kind == "escaped":
+        etype = envelope["type"]
+        return line.replace(f'"{etype}"', '"' + etype.replace(".", "\\u002e") + '"', 1)
+    return line
+
+
+def full_read(text: str, path: Path) -> SessionSummary:
+    """What store.summary said when it parsed every line (its rules for the start and
+    the latest activity included)."""
+    lines = text.split("\n")
+    torn = lines.pop()
+    envelopes = []
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            envelopes.append(json.loads(line))
+    if torn.strip():
+        try:
+            last = json.loads(torn)
+        except ValueError:
+            pass
+        else:
+            if isinstance(last, dict) and isinstance(last.get("type"), str):
+                envelopes.append(last)
+                lines.append(torn)
+    envelopes = [e for e in envelopes if isinstance(e, dict) and isinstance(e.get("type"), str)]
+    stamps = [
+        m[-1] for m in (re.findall(r'"timestamp"\s*:\s*"([^"\\]+)"', line) for line in lines) if m
+    ]
+    summary = summarize_events(
+        [e for e in envelopes if e["type"] in LISTING_TYPES],
+        SessionSummary(id=path.parent.name, path=path, started=stamps[0] if stamps else ""),
+    )
+    summary.updated = (stamps[-1] if stamps else "") or summary.updated
+    return summary
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(odd_layout_line(), max_size=25),
+    st.sampled_from(["\n", "", '\n{"type":"assistant.turn_start","data":{"tur']),
+)
+def test_the_scan_reads_any_layout_as_a_full_read(
+    tmp_path: Path, lines: list[str], ending: str
+) -> None:
+    folder = tmp_path / "copilot-home" / "session-state" / "s"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + ending
+    (folder / "events.jsonl").write_text(text, "utf-8")
+    store = SessionStore(tmp_path / "copilot-home")
+    assert store.summary("s") == full_read(text, folder / "events.jsonl")
