@@ -36,7 +36,7 @@ def read_line(line: str) -> Any:
     # Counting brackets is cheap; only a line with many of them is measured.
     if line.count("{") + line.count("[") > MAX_DEPTH and _depth_over(obj, MAX_DEPTH):
         raise EventParseError(f"nested more than {MAX_DEPTH} levels deep")
-    if _LONE_SURROGATE.search(line):
+    if "\\u" in line and _LONE_SURROGATE.search(line):  # the plain search first: cheaper
         obj = _scrub(obj)  # "\\udc00" alone cannot be printed or written as UTF-8
     return obj
 
