@@ -12,13 +12,15 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import time
 import uuid
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+
+from agent.log_lines import EventParseError as EventParseError  # raised here, caught by readers
+from agent.log_lines import data_of, read_line
 
 Mode = Literal["interactive", "autopilot", "plan"]
 # A user message's mode also says "shell" for a ``!command`` the user ran themselves.
@@ -869,17 +871,6 @@ class Event(BaseModel):
         return not isinstance(self.data, UnknownData)
 
 
-class EventParseError(ValueError):
-    """A line that is JSON but not an event envelope."""
-
-
-# Deeper lines are refused as unreadable: the json module recurses per level (a
-# RecursionError near 1,000) and pydantic serializes at most 255. Real events nest
-# about a dozen levels.
-MAX_DEPTH = 128
-_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
 def is_event_id(value: object) -> bool:
     """Whether ``value`` is an id the official parser accepts (a UUID), so that a
     new event may name it as its ``parentId``."""
@@ -892,9 +883,6 @@ def is_event_id(value: object) -> bool:
     return True
 
 
-_ENVELOPE_KEYS = frozenset({"type", "id", "timestamp", "parentId", "ephemeral"})
-
-
 def event_from_dict(obj: Any) -> Event:
     """Build an :class:`Event` from a parsed JSON object.
 
@@ -904,18 +892,11 @@ def event_from_dict(obj: Any) -> Event:
     """
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise EventParseError("not an event envelope (no 'type')")
-    raw_data = obj.get("data")
-    if not isinstance(raw_data, dict):
-        raw_data = {}
     etype: str = obj["type"]
     cls = DATA_TYPES.get(etype)
+    raw_data = data_of(obj, known=cls is not None)
     data: EventData
     if cls is None:
-        if "data" not in obj:
-            # A line that is not a session event carries its fields beside the
-            # envelope's (the ``result`` line ending ``copilot -p --output-format
-            # json``): they are its data, kept rather than lost.
-            raw_data = {k: v for k, v in obj.items() if k not in _ENVELOPE_KEYS}
         data = UnknownData(raw=raw_data)
     else:
         try:
@@ -938,38 +919,4 @@ def event_from_dict(obj: Any) -> Event:
 def event_from_json(line: str) -> Event:
     """Parse one line. Anything that is not a usable event raises a ValueError
     (:class:`EventParseError` or ``json.JSONDecodeError``), never anything else."""
-    try:
-        obj = json.loads(line)
-    except RecursionError:
-        raise EventParseError("nested too deeply to read") from None
-    # Counting brackets is cheap; only a line with many of them is measured.
-    if line.count("{") + line.count("[") > MAX_DEPTH and _depth_over(obj, MAX_DEPTH):
-        raise EventParseError(f"nested more than {MAX_DEPTH} levels deep")
-    if _LONE_SURROGATE.search(line):
-        obj = _scrub(obj)  # "\\udc00" alone cannot be printed or written as UTF-8
-    return event_from_dict(obj)
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    """Whether lists and objects in ``value`` nest deeper than ``limit``."""
-    if not isinstance(value, dict | list):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
-def _scrub(value: Any) -> Any:
-    """``value`` with lone surrogates in its strings replaced by U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if isinstance(value, list):
-        return [_scrub(item) for item in value]
-    if isinstance(value, dict):
-        return {_scrub(key): _scrub(item) for key, item in value.items()}
-    return value
+    return event_from_dict(read_line(line))

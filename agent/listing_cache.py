@@ -11,25 +11,37 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
 from agent.store import SessionSummary, make_private_dirs
 
-_CODE = ("store.py", "log_scan.py", "listing_cache.py")
+_CODE = (
+    "store.py",
+    "log_lines.py",
+    "log_scan.py",
+    "session_summary.py",
+    "usage.py",
+    "listing_cache.py",
+)
 _FIELDS = [f.name for f in dataclasses.fields(SessionSummary) if f.name not in ("id", "path")]
 
 
 def _code_version() -> str:
-    digest = hashlib.sha256()
+    # A checksum, not a cryptographic hash: it only tells one version of the code from
+    # another, and hashlib's import would cost a listing more than reading the logs.
     here = Path(__file__).parent
+    parts = []
     for name in _CODE:
-        with contextlib.suppress(OSError):
-            digest.update((here / name).read_bytes())
-    return digest.hexdigest()[:16]
+        try:
+            source = (here / name).read_bytes()
+        except OSError:
+            source = b""
+        parts.append(f"{zlib.crc32(source):08x}{len(source):x}")
+    return "-".join(parts)
 
 
 class ListingCache:
@@ -78,7 +90,8 @@ class ListingCache:
             make_private_dirs(self.path.parent)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, separators=(",", ":"))
+                # dumps, not dump: json.dump encodes in pure Python, piece by piece.
+                out.write(json.dumps(data, separators=(",", ":")))
             os.replace(tmp, self.path)
         except OSError:
             with contextlib.suppress(OSError):

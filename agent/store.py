@@ -17,11 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.log_writer import SessionWriter
-
 if TYPE_CHECKING:
     from agent.events import Event
     from agent.listing_cache import ListingCache
+    from agent.log_writer import SessionWriter
 
 # The event models (pydantic) are imported where events are read or written, not
 # here: a listing of sessions with metadata never needs them (their import costs
@@ -230,6 +229,7 @@ class SessionStore:
         return self.session_dir(session_id) / EVENTS_FILE
 
     async def open_writer(self, session_id: str) -> SessionWriter:
+        from agent.log_writer import SessionWriter
 
         self.check_owned(session_id)
         make_private_dirs(self.root)
@@ -300,13 +300,14 @@ class SessionStore:
                     summary.outcome = "interrupted"  # its process is gone
                 return summary
         # No (or older) metadata, or a foreign log: the log itself tells (read cheaply:
-        # only the lines summarize_events reads are parsed), unless it has not changed
-        # since the last listing read it.
+        # only the lines summarize_events reads are parsed, as plain JSON), unless it
+        # has not changed since the last listing read it.
         cache = self.listing_cache
         cached = cache.get(session_id, path) if cache is not None else None
         if cached is not None:
             return cached
         from agent.log_scan import listing_events
+        from agent.session_summary import LISTING_TYPES, summarize_events
 
         events, first, last = listing_events(path, LISTING_TYPES)
         # A log without session.start began with its first line (summarize_events says
@@ -347,126 +348,6 @@ class SessionStore:
     def delete(self, session_id: str) -> None:
         self.check_owned(session_id)
         shutil.rmtree(self.session_dir(session_id))
-
-
-# The types summarize_events reads (and those that may close what is open): a listing
-# parses only lines of these types (agent/log_scan.py). A case added there needs its
-# type here.
-LISTING_TYPES = frozenset(
-    {
-        "session.start",
-        "session.resume",
-        "session.shutdown",
-        "session.mode_changed",
-        "session.task_complete",
-        "session.title_changed",
-        "session.error",
-        "session.autopilot_stopped",
-        "session.usage_checkpoint",
-        "user.message",
-        "assistant.turn_start",
-        "assistant.turn_end",
-        "assistant.message",
-        "tool.execution_complete",
-        "permission.requested",
-        "permission.completed",
-        "abort",
-        "result",  # the end of a `copilot -p` run (agent/stream_fold.py)
-    }
-)
-
-
-def summarize_events(events: list[Event], summary: SessionSummary) -> SessionSummary:
-    from agent.events import (
-        AbortData,
-        AssistantMessageData,
-        AssistantTurnEndData,
-        AssistantTurnStartData,
-        SessionAutopilotStoppedData,
-        SessionErrorData,
-        SessionModeChangedData,
-        SessionResumeData,
-        SessionShutdownData,
-        SessionStartData,
-        SessionTaskCompleteData,
-        SessionTitleChangedData,
-        SessionUsageCheckpointData,
-        ToolExecutionCompleteData,
-        UserMessageData,
-    )
-    from agent.stream_fold import run_result_of
-    from agent.usage import totals_of
-
-    open_turn = False
-    checkpointed = False
-    message_tokens = 0  # what a log without usage checkpoints says (as replay shows it)
-    for event in events:
-        if event.agent_id is not None:
-            continue  # a sub-agent's run: its prompt, turns and calls are not the session's
-        match event.data:
-            case SessionStartData(start_time=started, context=ctx, selected_model=model):
-                if open_turn:  # a second session in one file: the first one's turn is over
-                    summary.outcome, open_turn = "interrupted", False
-                summary.started = started
-                summary.cwd = ctx.cwd if ctx else ""
-                summary.model = model or ""
-            case SessionShutdownData() | SessionResumeData() if open_turn:
-                # The process ended (or was replaced) mid-turn: the turn never finishes.
-                summary.outcome, open_turn = "interrupted", False
-            case SessionTitleChangedData(title=title):
-                summary.title = title
-            case UserMessageData(content=content, agent_mode=mode):
-                if not summary.first_prompt:
-                    summary.first_prompt = content
-                if mode and mode != "shell":
-                    summary.mode = mode
-            case SessionModeChangedData(new_mode=mode):
-                summary.mode = mode
-            case AssistantTurnStartData():
-                summary.turns += 1
-                open_turn = True
-            case AssistantTurnEndData():
-                open_turn = False
-            case ToolExecutionCompleteData(is_user_requested=by_user) if not by_user:
-                summary.tool_calls += 1  # the model's calls: a user's !command is none
-            case SessionTaskCompleteData():
-                summary.outcome = "completed"
-            case SessionErrorData():
-                summary.outcome = "error"
-            case AbortData():
-                summary.outcome = "aborted"
-            case SessionAutopilotStoppedData():
-                summary.outcome = "stopped"
-            case AssistantMessageData(tool_requests=requests, output_tokens=out, model=model):
-                message_tokens += out or 0
-                if not requests:
-                    summary.outcome = "completed"
-                if model and not summary.model:
-                    summary.model = model  # a log without session.start (Copilot's -p output)
-            case SessionUsageCheckpointData() as checkpoint if (
-                "provider_model_metrics" in checkpoint.model_fields_set  # else it counts nothing
-            ):
-                checkpointed = True
-                totals = totals_of(checkpoint)  # cumulative: the latest one is the session's
-                summary.input_tokens, summary.output_tokens = (
-                    totals.input_tokens,
-                    totals.output_tokens,
-                )
-                summary.cost = totals.cost
-            case _:
-                run = run_result_of(event)
-                if run is not None:  # the end of a `copilot -p` run: nothing is left open
-                    open_turn = False
-                    if run.exit_code:
-                        summary.outcome = "error"
-        if event.timestamp:
-            summary.started = summary.started or event.timestamp
-            summary.updated = event.timestamp
-    if open_turn:
-        summary.outcome = "in progress"
-    if not checkpointed:
-        summary.output_tokens = message_tokens
-    return summary
 
 
 def _origin(value: object) -> str:

@@ -11,9 +11,12 @@ cumulative numbers (the session writes them; resume restores them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.events import AssistantUsageData, SessionUsageCheckpointData
+if TYPE_CHECKING:
+    # The models are imported where they are built: the session listing reads
+    # usage from plain JSON (agent/session_summary.py) and never loads them.
+    from agent.events import AssistantUsageData, SessionUsageCheckpointData
 
 
 @dataclass(slots=True)
@@ -72,6 +75,8 @@ class UsageLedger:
         return out
 
     def checkpoint(self) -> SessionUsageCheckpointData:
+        from agent.events import SessionUsageCheckpointData
+
         return SessionUsageCheckpointData(
             total_nano_aiu=0.0,
             provider_model_metrics=[
@@ -95,8 +100,13 @@ class UsageLedger:
 
 def metrics_of(checkpoint: SessionUsageCheckpointData) -> dict[str, UsageTotals]:
     """Per-model totals of a checkpoint; entries that do not fit count as nothing."""
+    return metrics_by_model(checkpoint.provider_model_metrics)
+
+
+def metrics_by_model(entries: list[Any]) -> dict[str, UsageTotals]:
+    """Per-model totals of ``providerModelMetrics`` entries (as the log has them)."""
     out: dict[str, UsageTotals] = {}
-    for entry in checkpoint.provider_model_metrics:
+    for entry in entries:
         if not isinstance(entry, dict):
             continue
         metrics = _dict(entry.get("metrics"))
@@ -115,8 +125,13 @@ def metrics_of(checkpoint: SessionUsageCheckpointData) -> dict[str, UsageTotals]
 
 
 def totals_of(checkpoint: SessionUsageCheckpointData) -> UsageTotals:
+    return totals_of_metrics(checkpoint.provider_model_metrics)
+
+
+def totals_of_metrics(entries: list[Any]) -> UsageTotals:
+    """The sum over models of ``providerModelMetrics`` entries."""
     out = UsageTotals()
-    for totals in metrics_of(checkpoint).values():
+    for totals in metrics_by_model(entries).values():
         out = out.plus(totals)
     return out
 

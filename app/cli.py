@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import math
 import os
 import sys
@@ -326,6 +325,8 @@ def near_subcommand(word: str) -> str | None:
     prefixed = [name for name in SUBCOMMANDS if len(lowered) >= 3 and name.startswith(lowered)]
     if prefixed:
         return prefixed[0]
+    import difflib  # here: every other command would pay for its import
+
     close = difflib.get_close_matches(lowered, SUBCOMMANDS, n=1, cutoff=0.75)
     return close[0] if close else None
 

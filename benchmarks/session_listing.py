@@ -1,7 +1,7 @@
 """``loopdeck sessions --all`` and ``--copilot`` over 200 sessions, before and now.
 
 Each run is a cold process (what a user waits for). "before" is the code of another
-commit (``--before``, by default the one before the listing was made cheap), taken
+commit (``--before``, by default the one before logs were read as plain JSON), taken
 with ``git archive`` into a temporary folder; "now" is this checkout. Both run the
 same way: ``python -S`` with the code's folder and this environment's site-packages
 on ``sys.path``, so only the code differs. Runs are interleaved round-robin, and
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -33,7 +34,7 @@ from benchmarks.machine import ROOT, load_average, machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "session_listing.json"
 FIXTURES = ROOT / "tests" / "fixtures"
-DEFAULT_BEFORE = "e30e70a"  # the commit before resume forked and listings got cheap
+DEFAULT_BEFORE = "f7daa66"  # the commit before the listing read logs as plain JSON
 
 CHILD = """
 import sys
@@ -96,13 +97,18 @@ def checkout(rev: str, into: Path) -> Path:
     return into
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall time, CPU time (user + system: less swayed by other work on a shared
+    machine) and output of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise BenchmarkError(f"{cmd[-1][:80]!r} failed: {done.stderr[-400:]}")
-    return took, done.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, cpu, done.stdout
 
 
 def rows(out: str) -> list[str]:
@@ -129,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
             "COPILOT_HOME": str(copilot),
             "COLUMNS": "200",
             "TZ": "UTC",
+            # Bytecode cached, as an installed loopdeck has it: the warm-up writes it
+            # (for both codes and the libraries) under the temporary folder.
+            "PYTHONPYCACHEPREFIX": str(base / "pycache"),
         }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         python = [sys.executable, "-S", "-c"]
         variants: dict[str, list[str]] = {"python -S (floor)": [*python, "pass"]}
         for kind, argv_ in (
@@ -139,25 +149,34 @@ def main(argv: list[str] | None = None) -> int:
             for label, code in (("before", before), ("now", ROOT)):
                 child = CHILD.format(code=str(code), site=site, argv=argv_)
                 variants[f"{kind}/{label}"] = [*python, child]
-        # The Copilot listing keeps what it read in loopdeck's home: "now" runs with
-        # what the previous run kept (logs unchanged), "now, no cache" without it.
+        # The Copilot listing keeps what it read in loopdeck's home: "before" and
+        # "now" run with what their previous run kept (logs unchanged), ", no cache"
+        # without it (a first listing). Each code keeps its own: their entries are
+        # tied to the code that made them, so a shared file would never hold.
+        variants["copilot/before, no cache"] = variants["copilot/before"]
         variants["copilot/now, no cache"] = variants["copilot/now"]
-        cache = loopdeck / "cache" / "copilot-listing.json"
-        uncached = {"copilot/now, no cache"}
+        envs = {name: env for name in variants}
+        caches: dict[str, Path] = {}
+        for label in ("before", "now"):
+            home = base / f"copilot-listing-{label}"  # only its cache: --copilot lists COPILOT_HOME
+            for name in (f"copilot/{label}", f"copilot/{label}, no cache"):
+                envs[name] = {**env, "LOOPDECK_HOME": str(home)}
+            caches[f"copilot/{label}, no cache"] = home / "cache" / "copilot-listing.json"
         loopdeck_cmd = shutil.which("loopdeck", path=str(Path(sys.executable).parent))
         if loopdeck_cmd:
             variants["all/loopdeck command"] = [loopdeck_cmd, "sessions", "--all"]
             variants["copilot/loopdeck command"] = [loopdeck_cmd, "sessions", "--copilot", "--all"]
         times: dict[str, list[float]] = {name: [] for name in variants}
+        cpu_times: dict[str, list[float]] = {name: [] for name in variants}
         outputs: dict[str, str] = {}
         for name, cmd in variants.items():  # one warm-up each (page cache, .pyc files)
-            if name in uncached:
-                cache.unlink(missing_ok=True)
-            _, outputs[name] = timed(cmd, env)
+            if name in caches:
+                caches[name].unlink(missing_ok=True)
+            _, _, outputs[name] = timed(cmd, envs.get(name, env))
         for now_name, before_name in (
             ("all/now", "all/before"),
             ("copilot/now", "copilot/before"),
-            ("copilot/now, no cache", "copilot/before"),
+            ("copilot/now, no cache", "copilot/before, no cache"),
         ):
             now, old = rows(outputs[now_name]), rows(outputs[before_name])
             if len(now) != args.sessions + 1:
@@ -166,27 +185,38 @@ def main(argv: list[str] | None = None) -> int:
                 raise BenchmarkError(f"{now_name}: the listing differs from before's")
         for _ in range(args.repeat):
             for name, cmd in variants.items():
-                if name in uncached:
-                    cache.unlink(missing_ok=True)
-                times[name].append(timed(cmd, env)[0])
+                if name in caches:
+                    caches[name].unlink(missing_ok=True)
+                took, cpu, _ = timed(cmd, envs.get(name, env))
+                times[name].append(took)
+                cpu_times[name].append(cpu)
     info["loadavg_end"] = load_average()
-    report = {"machine": info, "params": vars(args), "seconds": times}
+    report = {"machine": info, "params": vars(args), "seconds": times, "cpu_seconds": cpu_times}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2))
     print(f"{args.sessions} sessions, {args.repeat} cold runs each, before = {args.before}")
-    print(f"{'variant':28} {'median':>8} {'min':>8} {'max':>8}")  # ms, wall, cold process
+    # ms per cold process: wall median (min, max), then CPU median (min)
+    print(f"{'variant':28} {'median':>8} {'min':>8} {'max':>8} {'cpu':>8} {'cpu min':>8}")
     for name, values in times.items():
+        cpu = cpu_times[name]
         print(
             f"{name:28} {statistics.median(values) * 1000:7.0f}ms "
-            f"{min(values) * 1000:7.0f}ms {max(values) * 1000:7.0f}ms"
+            f"{min(values) * 1000:7.0f}ms {max(values) * 1000:7.0f}ms "
+            f"{statistics.median(cpu) * 1000:7.0f}ms {min(cpu) * 1000:7.0f}ms"
         )
     for now_name, before_name in (
         ("all/now", "all/before"),
         ("copilot/now", "copilot/before"),
-        ("copilot/now, no cache", "copilot/before"),
+        ("copilot/now, no cache", "copilot/before, no cache"),
     ):
         ratio = statistics.median(times[before_name]) / statistics.median(times[now_name])
-        print(f"{now_name}: {ratio:.1f}x faster than {before_name} (medians)")
+        cpu_ratio = statistics.median(cpu_times[before_name]) / statistics.median(
+            cpu_times[now_name]
+        )
+        print(
+            f"{now_name}: {ratio:.1f}x faster than {before_name} "
+            f"(wall medians; CPU {cpu_ratio:.1f}x)"
+        )
     print(f"load average: {info['loadavg_start']} -> {info['loadavg_end']}")
     return 0
 

@@ -26,7 +26,8 @@ from rich.console import Console, RenderableType
 from agent import events as ours
 from agent.blocks import AbortBlock, RawBlock, ShellBlock, ToolCallBlock, TurnBlock, UserBlock
 from agent.events import AssistantMessageData, event_from_dict
-from agent.store import SessionStore, SessionSummary, summarize_events
+from agent.session_summary import summarize_events
+from agent.store import SessionStore, SessionSummary
 from agent.transcript import Transcript, fold
 from app.cli import main
 from app.export import export_session, to_html, to_markdown
@@ -243,12 +244,10 @@ def test_sessions_copilot_does_not_list_a_shut_down_session_as_in_progress(
 
 
 def test_the_sessions_listing_does_not_count_a_users_command_as_a_tool_call() -> None:
-    events = [event_from_dict(line) for line in lines_of(SHELL)]
-    summary = summarize_events(events, SessionSummary(id="x", path=SHELL))
+    summary = summarize_events(lines_of(SHELL), SessionSummary(id="x", path=SHELL))
     assert (summary.turns, summary.tool_calls) == (2, 0)
 
-    events = [event_from_dict(line) for line in lines_of(PERMISSION)]
-    summary = summarize_events(events, SessionSummary(id="x", path=PERMISSION))
+    summary = summarize_events(lines_of(PERMISSION), SessionSummary(id="x", path=PERMISSION))
     assert summary.outcome == "interrupted"
 
 

@@ -27,13 +27,8 @@ from textual.pilot import Pilot
 from agent.blocks import NoticeBlock, RawBlock, TurnBlock, UserBlock
 from agent.events import Event, UnknownData, event_from_dict, event_from_json
 from agent.partial_json import JsonPrefix, parse_prefix
-from agent.store import (
-    SessionStore,
-    SessionSummary,
-    read_events,
-    summarize_events,
-    with_unreadable_rows,
-)
+from agent.session_summary import summarize_events
+from agent.store import SessionStore, SessionSummary, read_events, with_unreadable_rows
 from agent.stream_fold import STREAM_DATA, run_result_of
 from agent.transcript import Transcript, fold
 from app.export import export_session
@@ -209,9 +204,7 @@ def test_a_run_cut_short_is_closed_by_its_result_line() -> None:
     assert turn.status == "aborted"
     assert [tool.status for tool in turn.tools] == ["interrupted"]
     assert not t.busy
-    summary = summarize_events(
-        [event_from_dict(w) for w in [*lines[:cut], failed]], SessionSummary(id="r", path=STREAM)
-    )
+    summary = summarize_events([*lines[:cut], failed], SessionSummary(id="r", path=STREAM))
     assert summary.outcome == "error"
 
 

@@ -1,11 +1,13 @@
 """The session listing reads cheaply and says the same: Copilot CLI's logs are not
-parsed event by event, and loopdeck's own sessions are listed from their metadata
-without importing the event models."""
+parsed event by event (nor into the event models), and loopdeck's own sessions are
+listed from their metadata."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,14 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-import agent.events
-from agent.events import Event
-from agent.store import SessionStore, SessionSummary, read_events, summarize_events
+import agent.log_scan
+from agent.session_summary import LISTING_TYPES, summarize_events
+from agent.store import SessionStore, SessionSummary
 
 REAL = Path(__file__).parent / "fixtures" / "copilot-real"
 REAL_LOGS = sorted(REAL.glob("*/events.jsonl"))
 ROOT = Path(__file__).parent.parent
+# What a listing does without: the event models (pydantic), and asyncio (the writer's).
+HEAVY = ("agent.events", "pydantic", "asyncio")
 
 
 def store_of(tmp_path: Path, *logs: Path) -> SessionStore:
@@ -36,9 +42,9 @@ def store_of(tmp_path: Path, *logs: Path) -> SessionStore:
 def test_a_real_copilot_log_is_listed_as_the_full_read_lists_it(tmp_path: Path, log: Path) -> None:
     store = store_of(tmp_path, log)
     sid = log.parent.name
+    lines = store.events_path(sid).read_text("utf-8").splitlines()
     full = summarize_events(
-        read_events(store.events_path(sid)).events,
-        SessionSummary(id=sid, path=store.events_path(sid)),
+        map(json.loads, lines), SessionSummary(id=sid, path=store.events_path(sid))
     )
     assert store.summary(sid) == full
 
@@ -65,14 +71,15 @@ def test_a_copilot_listing_parses_only_the_lines_it_reads(
     log = REAL / "irrlicht-foreground-subagent" / "events.jsonl"
     store = store_of(tmp_path, log)
     parsed: list[str] = []
-    real_parse = agent.events.event_from_dict
+    real_read = agent.log_scan.read_line
 
-    def counting(obj: Any) -> Event:
+    def counting(line: str) -> Any:
+        obj = real_read(line)
         parsed.append(obj["type"])
-        return real_parse(obj)
+        return obj
 
-    # Every line that becomes an event goes through here, whoever reads it.
-    monkeypatch.setattr(agent.events, "event_from_dict", counting)
+    # Every line the scan parses goes through here.
+    monkeypatch.setattr(agent.log_scan, "read_line", counting)
     summary = store.summary(log.parent.name)
     assert summary.turns == 4 and summary.tool_calls == 3
     lines = log.read_text().splitlines()
@@ -117,7 +124,7 @@ def test_sessions_all_lists_without_importing_the_event_models(
         "import sys\n"
         "from app.cli import main\n"
         "main(['sessions', '--all'])\n"
-        "print('imported:', sorted(m for m in sys.modules if m in ('agent.events', 'pydantic')))\n"
+        f"print('imported:', sorted(m for m in sys.modules if m in {HEAVY!r}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -133,12 +140,13 @@ def test_sessions_all_lists_without_importing_the_event_models(
 
 
 def listing_in_a_new_process(*argv: str) -> tuple[str, list[str]]:
-    """What ``loopdeck ARGV`` prints, and which of the event modules it imported."""
+    """What ``loopdeck ARGV`` prints, and which of the modules a listing does without
+    it imported."""
     code = (
         "import sys\n"
         "from app.cli import main\n"
         f"main({list(argv)!r})\n"
-        "print('imported:', sorted(m for m in sys.modules if m in ('agent.events', 'pydantic')))\n"
+        f"print('imported:', sorted(m for m in sys.modules if m in {HEAVY!r}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -159,7 +167,7 @@ def test_a_second_copilot_listing_reads_only_what_changed(
     store = store_of(tmp_path, *REAL_LOGS)
     monkeypatch.setenv("COPILOT_HOME", str(store.home))
     first, imported = listing_in_a_new_process("sessions", "--copilot", "--all")
-    assert imported == ["agent.events", "pydantic"]
+    assert imported == []  # every log read, as plain JSON
     assert (loopdeck_home / "cache" / "copilot-listing.json").is_file()
     again, imported = listing_in_a_new_process("sessions", "--copilot", "--all")
     assert again == first
@@ -171,7 +179,7 @@ def test_a_second_copilot_listing_reads_only_what_changed(
     with log.open("a") as out:
         out.write(turn % ("5e55a0e0-0000-4000-8000-000000000001", "2026-08-05T21:00:00.000Z"))
     grown, imported = listing_in_a_new_process("sessions", "--copilot", "--all")
-    assert imported == ["agent.events", "pydantic"]
+    assert imported == []
     [row] = [line for line in grown.splitlines() if "What does average_item_price do" in line]
     assert row.split()[row.split().index("interactive") + 1] == "2"  # turns: 1 → 2
     assert len(grown.splitlines()) == len(first.splitlines())
@@ -182,20 +190,88 @@ def test_a_second_copilot_listing_reads_only_what_changed(
     assert damaged == grown
 
 
-def test_the_listing_reads_every_type_summarize_events_matches() -> None:
-    """A case added to summarize_events needs its type in LISTING_TYPES, or a listing
-    never hands it that event: this names the one that was forgotten."""
-    import ast
-    import inspect
+def test_a_first_copilot_listing_imports_neither_the_event_models_nor_asyncio(
+    tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = store_of(tmp_path, *REAL_LOGS)
+    monkeypatch.setenv("COPILOT_HOME", str(store.home))
+    assert not (loopdeck_home / "cache").exists()  # nothing kept: every log is read
+    listing, imported = listing_in_a_new_process("sessions", "--copilot", "--all")
+    assert imported == []
+    assert "What does average_item_price do? One sentence." in listing
+    assert len(listing.split("\n\n")[0].splitlines()) == len(REAL_LOGS) + 1
 
-    import agent.store
 
-    tree = ast.parse(inspect.getsource(agent.store.summarize_events))
-    matched = {
-        node.cls.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.MatchClass) and isinstance(node.cls, ast.Name)
-    }
-    assert "AssistantTurnStartData" in matched  # the walk finds the cases
-    types = {getattr(agent.events, name).TYPE for name in matched}
-    assert types - agent.store.LISTING_TYPES == set()
+# --- the scan reads what a full read reads, whatever the layout -------------------------
+
+SOURCE_LINES = [
+    json.loads(line)
+    for log in (REAL / "irrlicht-shell-escape-command", REAL / "irrlicht-foreground-subagent")
+    for line in (log / "events.jsonl").read_text("utf-8").splitlines()
+]
+
+
+@st.composite
+def odd_layout_line(draw: st.DrawFn) -> str:
+    """A line of a real log, in the writers' layout or another one; or not an event."""
+    kind = draw(st.sampled_from(["as written", "spaced", "type later", "escaped", "other"]))
+    if kind == "other":
+        return draw(st.sampled_from(["", "   ", "{not json", "[]", "null", '{"type":5}']))
+    envelope = draw(st.sampled_from(SOURCE_LINES))
+    if kind == "spaced":
+        return " " + json.dumps(envelope, separators=(", ", " : "))
+    if kind == "type later":
+        return json.dumps({"id": "x", **envelope})
+    line = json.dumps(envelope, separators=(",", ":"))
+    if kind == "escaped":
+        etype = envelope["type"]
+        return line.replace(f'"{etype}"', '"' + etype.replace(".", "\\u002e") + '"', 1)
+    return line
+
+
+def full_read(text: str, path: Path) -> SessionSummary:
+    """What store.summary said when it parsed every line (its rules for the start and
+    the latest activity included)."""
+    lines = text.split("\n")
+    torn = lines.pop()
+    envelopes = []
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            envelopes.append(json.loads(line))
+    if torn.strip():
+        try:
+            last = json.loads(torn)
+        except ValueError:
+            pass
+        else:
+            if isinstance(last, dict) and isinstance(last.get("type"), str):
+                envelopes.append(last)
+                lines.append(torn)
+    envelopes = [e for e in envelopes if isinstance(e, dict) and isinstance(e.get("type"), str)]
+    stamps = [
+        m[-1] for m in (re.findall(r'"timestamp"\s*:\s*"([^"\\]+)"', line) for line in lines) if m
+    ]
+    summary = summarize_events(
+        [e for e in envelopes if e["type"] in LISTING_TYPES],
+        SessionSummary(id=path.parent.name, path=path, started=stamps[0] if stamps else ""),
+    )
+    summary.updated = (stamps[-1] if stamps else "") or summary.updated
+    return summary
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(odd_layout_line(), max_size=25),
+    st.sampled_from(["\n", "", '\n{"type":"assistant.turn_start","data":{"tur']),
+)
+def test_the_scan_reads_any_layout_as_a_full_read(
+    tmp_path: Path, lines: list[str], ending: str
+) -> None:
+    folder = tmp_path / "copilot-home" / "session-state" / "s"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + ending
+    (folder / "events.jsonl").write_text(text, "utf-8")
+    store = SessionStore(tmp_path / "copilot-home")
+    assert store.summary("s") == full_read(text, folder / "events.jsonl")

@@ -17,7 +17,8 @@ from agent.blocks import NoticeBlock, ToolCallBlock, TurnBlock, UserBlock
 from agent.events import AbortData, Event, event_from_dict, event_from_json
 from agent.history import History
 from agent.replay import EventIndex
-from agent.store import SessionSummary, read_events, summarize_events, with_unreadable_rows
+from agent.session_summary import summarize_events
+from agent.store import SessionSummary, read_events, with_unreadable_rows
 from agent.transcript import Transcript, fold
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -262,7 +263,7 @@ def test_the_replay_index_counts_only_the_main_agents_turns() -> None:
 
 
 def test_the_session_summary_counts_only_the_main_agent() -> None:
-    summary = summarize_events(events_of(TOOLS), SessionSummary(id="x", path=TOOLS.parent))
+    summary = summarize_events(lines_of(TOOLS), SessionSummary(id="x", path=TOOLS.parent))
     assert summary.turns == 2 and summary.tool_calls == 1
     assert summary.first_prompt.startswith("Where is the config loaded?")
 

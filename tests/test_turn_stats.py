@@ -18,7 +18,8 @@ from agent.events import (
 )
 from agent.replay import EventIndex
 from agent.session import Session
-from agent.store import SessionStore, SessionSummary, read_events, summarize_events
+from agent.session_summary import summarize_events
+from agent.store import SessionStore, SessionSummary, read_events
 from agent.transcript import Transcript, fold
 from app.export import to_html, to_markdown
 from tests.scripting import new_session, scripted
@@ -84,7 +85,8 @@ async def test_usage_is_in_the_log_so_replay_export_and_the_listing_match_live(
     assert totals(live) == totals(replayed) == (2200, 12, 0.003)
     # The session list (metadata, and the log alone when there is none) says the same.
     assert totals(store.summary(session.id)) == (2200, 12, 0.003)
-    summary = summarize_events(events, SessionSummary(id=session.id, path=Path()))
+    lines = store.events_path(session.id).read_text("utf-8").splitlines()
+    summary = summarize_events(map(json.loads, lines), SessionSummary(id=session.id, path=Path()))
     assert totals(summary) == (2200, 12, 0.003)
     # So do exports.
     md = to_markdown(replayed)
