@@ -165,8 +165,10 @@ class ContextKeeper:
             self._sent = self.meter.last_counted
             return
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._task)
+            # Not shield(): its CancelledError cannot tell an abort of this turn (which
+            # must end it) from a cancelled summary. wait() raises only for the former,
+            # and leaves the summary running either way.
+            await asyncio.wait({self._task})
         usage = self.measure()
         if usage.fraction >= self.settings.blocking_threshold:
             self._drop_oldest(usage)

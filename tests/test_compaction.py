@@ -409,3 +409,28 @@ def test_the_scripted_model_fails_a_summary_when_told() -> None:
 
     with pytest.raises(ProviderError):
         asyncio.run(run())
+
+
+# --- hardening ----------------------------------------------------------------------
+
+
+async def test_abort_while_waiting_for_a_blocking_summary_ends_the_turn(tmp_path: Path) -> None:
+    # Over the blocking threshold the call waits for the summary; Esc then must end the
+    # turn (no model call made after it), and the summary may still finish later.
+    big = "y" * 30_000
+    script = Script.model_validate({"turns": [{"text": big}, {"text": "never sent"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("write a long text")
+    session.configure_context(window=WINDOW)
+    started = asyncio.Event()
+    session.subscribe(lambda e: started.set() if e.type == "session.compaction_start" else None)
+    running = asyncio.create_task(session.send_and_wait("NEW PROMPT"))
+    await started.wait()
+    session.abort()
+    outcome = await asyncio.wait_for(running, 30)
+    assert outcome.aborted
+    assert [i for i in model.call_indexes if i != COMPACTION_CALL] == [0]  # none after
+    assert seen.types()[-1] == "session.idle"
+    model.release.set()
+    await session.close()
