@@ -275,7 +275,9 @@ class ContextKeeper:
         history = self.host.history
         covered = history.messages[:upto]
         before = sum(self.meter.message_tokens(m) for m in covered)
-        request = summary_request(covered, self.limits.window, self._focus)
+        request = summary_request(
+            covered, self.limits.window, self._focus, self.meter.count_text
+        )
         try:
             summary = await _summarize(self.host.model, request)
         except asyncio.CancelledError:
@@ -375,20 +377,25 @@ class ContextKeeper:
 
 
 def summary_request(
-    messages: list[dict[str, Any]], window: int, focus: str | None = None
+    messages: list[dict[str, Any]],
+    window: int,
+    focus: str | None = None,
+    count: Callable[[str], int] | None = None,
 ) -> list[dict[str, Any]]:
     """The summarizer's messages: the conversation as one text (tool results cut),
-    held within :data:`SUMMARY_INPUT_SHARE` of the window, then the request."""
-    budget = int(window * SUMMARY_INPUT_SHARE * CHARS_PER_TOKEN)
-    parts = [_render(m) for m in messages]
-    text = "\n\n".join(parts)
-    if len(text) > budget:
-        # Keep the start (the task) and as much of the recent end as fits.
-        head = budget // 5
-        tail = budget - head
-        left_out = len(text) - head - tail
-        gap = f"\n\n[… {left_out} characters of the conversation left out …]\n\n"
-        text = text[:head] + gap + text[-tail:]
+    held within :data:`SUMMARY_INPUT_SHARE` of the window (in ``count``'s tokens when
+    given: four characters a token is far too few for some scripts), then the request."""
+    budget = int(window * SUMMARY_INPUT_SHARE)
+    whole = "\n\n".join(_render(m) for m in messages)
+    chars = budget * CHARS_PER_TOKEN
+    text = _within(whole, chars)
+    if count is not None:
+        for _ in range(6):  # converges in one or two rounds: each shrinks by the excess
+            tokens = count(text)
+            if tokens <= budget:
+                break
+            chars = int(min(chars, len(text)) * budget / tokens * 0.95)
+            text = _within(whole, chars)
     ask = SUMMARY_REQUEST
     if focus:
         ask += f"\n\nThe user asks the summary to focus on: {focus}"
@@ -396,6 +403,18 @@ def summary_request(
         {"role": "system", "content": SUMMARY_SYSTEM},
         {"role": "user", "content": f"<conversation>\n{text}\n</conversation>\n\n{ask}"},
     ]
+
+
+def _within(text: str, chars: int) -> str:
+    """``text`` in at most about ``chars`` characters: the start (the task) and as
+    much of the recent end as fits."""
+    if len(text) <= chars:
+        return text
+    head = chars // 5
+    tail = chars - head
+    left_out = len(text) - head - tail
+    gap = f"\n\n[… {left_out} characters of the conversation left out …]\n\n"
+    return text[:head] + gap + text[len(text) - tail :]
 
 
 def _render(message: dict[str, Any]) -> str:

@@ -88,8 +88,12 @@ def litellm_counter(model: str) -> Counter:
 
 
 def estimate_tokens(text: str) -> int:
-    """About four characters a token: the fallback when no tokenizer works."""
-    return math.ceil(len(text) / 4)
+    """About four bytes of UTF-8 a token: the fallback when no tokenizer works. Bytes,
+    not characters: a tokenizer spends a token or more on a CJK character or an
+    emoji, and counting those as a quarter would let the window overflow."""
+    if text.isascii():
+        return math.ceil(len(text) / 4)
+    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
 
 
 def message_text(message: dict[str, Any]) -> str:

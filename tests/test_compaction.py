@@ -434,3 +434,31 @@ async def test_abort_while_waiting_for_a_blocking_summary_ends_the_turn(tmp_path
     assert seen.types()[-1] == "session.idle"
     model.release.set()
     await session.close()
+
+
+def test_the_estimate_counts_non_ascii_text_by_its_bytes() -> None:
+    # A tokenizer spends about a token on each CJK character; four characters a token
+    # would let such a history overflow the window fourfold.
+    assert estimate_tokens("abcd" * 100) == 100
+    assert estimate_tokens("这是中文" * 100) >= 300
+    assert estimate_tokens("Größe") == 2  # seven bytes
+
+
+async def test_the_summary_request_fits_the_window_in_any_script(tmp_path: Path) -> None:
+    # A history written for a larger window (another model, or a window set later),
+    # in a script whose characters cost more than a quarter token each.
+    big = "这是一个测试用的中文句子。" * 800  # ~7,800 tokens
+    model = scripted([{"text": big}, {"text": "好"}])
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("写一篇长文。")
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("继续")
+    summaries = [
+        m for m, i in zip(model.seen_messages, model.call_indexes, strict=True) if i == COMPACTION_CALL
+    ]
+    assert summaries
+    for messages in summaries:
+        # Its input within its share of the window, leaving room for the summary itself.
+        assert request_tokens(messages) <= WINDOW * 0.65
+    assert [e.data.success for e in seen.of("session.compaction_complete")] == [True]
+    await session.close()
