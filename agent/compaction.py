@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from agent.context_window import ContextLimits, TokenMeter, Usage, message_text
 from agent.events import (
+    CompactionTokensUsed,
     CompactionTrigger,
     Event,
     EventData,
@@ -275,11 +276,9 @@ class ContextKeeper:
         history = self.host.history
         covered = history.messages[:upto]
         before = sum(self.meter.message_tokens(m) for m in covered)
-        request = summary_request(
-            covered, self.limits.window, self._focus, self.meter.count_text
-        )
+        request = summary_request(covered, self.limits.window, self._focus, self.meter.count_text)
         try:
-            summary = await _summarize(self.host.model, request)
+            summary, used = await _summarize(self.host.model, request)
         except asyncio.CancelledError:
             self._complete_failed(attempt, trigger, "cancelled", usage)
             raise
@@ -302,6 +301,7 @@ class ContextKeeper:
             trigger=trigger,
             compaction_attempt_id=attempt,
             model=self.host.model.name,
+            compaction_tokens_used=used,
         )
         self.host.emit(done)
         self.meter.forget(history.messages)
@@ -437,14 +437,29 @@ def _render(message: dict[str, Any]) -> str:
     return f"{str(role).capitalize()}: {message_text(message)}"
 
 
-async def _summarize(model: ModelClient, messages: list[dict[str, Any]]) -> str:
+async def _summarize(
+    model: ModelClient, messages: list[dict[str, Any]]
+) -> tuple[str, CompactionTokensUsed | None]:
+    """The summary, and what its call took as the provider reported it."""
     reply: ModelReply | None = None
     async for item in model.stream(messages, [], call_index=COMPACTION_CALL):
         if isinstance(item, ModelReply):
             reply = item
     if reply is None or not reply.text.strip():
         raise ProviderError("empty_response", "the model sent back an empty summary")
-    return reply.text.strip()
+    usage = reply.usage
+    used = (
+        CompactionTokensUsed(
+            model=model.name,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            request_count=1,
+            cost=usage.cost,
+        )
+        if usage is not None
+        else None
+    )
+    return reply.text.strip(), used
 
 
 def settings_from(values: dict[str, Any] | None) -> CompactionSettings:

@@ -44,9 +44,11 @@ from agent.events import (
     AssistantTurnRetryData,
     AssistantTurnStartData,
     AssistantUsageData,
+    CompactionTokensUsed,
     Event,
     EventData,
     Mode,
+    SessionCompactionCompleteData,
     SessionContextClearedData,
     SessionErrorData,
     SessionIdleData,
@@ -501,7 +503,9 @@ class Session:
             self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
         else:
             self._deliver([event])
-        if isinstance(data, AssistantUsageData):
+        if isinstance(data, AssistantUsageData) or (
+            isinstance(data, SessionCompactionCompleteData) and data.compaction_tokens_used
+        ):
             # Usage is ephemeral: what replay, export and resume read is this record.
             self.emit(self.usage.checkpoint())
         return event
@@ -558,6 +562,18 @@ class Session:
                 self._tool_calls += count
             case AssistantUsageData() as usage:
                 self.usage.add(usage)
+            case SessionCompactionCompleteData(
+                compaction_tokens_used=CompactionTokensUsed() as used
+            ):
+                # The summary call is billed like any other.
+                self.usage.add(
+                    AssistantUsageData(
+                        model=used.model or self.model.name,
+                        input_tokens=used.input_tokens,
+                        output_tokens=used.output_tokens,
+                        cost=used.cost,
+                    )
+                )
             case SessionUsageCheckpointData() as checkpoint:
                 self.usage.restore(checkpoint)
             case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):

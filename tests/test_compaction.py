@@ -29,7 +29,7 @@ from agent.events import (
     UserMessageData,
 )
 from agent.history import SUMMARY_PREFIX, History
-from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem
+from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem, Usage
 from agent.models.scripted import Script, ScriptedModel
 from agent.session import Session
 from agent.store import SessionStore
@@ -454,7 +454,9 @@ async def test_the_summary_request_fits_the_window_in_any_script(tmp_path: Path)
     session.configure_context(window=WINDOW)
     await session.send_and_wait("继续")
     summaries = [
-        m for m, i in zip(model.seen_messages, model.call_indexes, strict=True) if i == COMPACTION_CALL
+        m
+        for m, i in zip(model.seen_messages, model.call_indexes, strict=True)
+        if i == COMPACTION_CALL
     ]
     assert summaries
     for messages in summaries:
@@ -462,3 +464,42 @@ async def test_the_summary_request_fits_the_window_in_any_script(tmp_path: Path)
         assert request_tokens(messages) <= WINDOW * 0.65
     assert [e.data.success for e in seen.of("session.compaction_complete")] == [True]
     await session.close()
+
+
+class FakeBilledSummaryModel(FakeCountingModel):
+    """Its summary call reports what it cost, as a provider does."""
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, call_index: int
+    ) -> AsyncIterator[StreamItem]:
+        if call_index == COMPACTION_CALL:
+            yield ModelReply(
+                text="<overview>the task</overview>",
+                usage=Usage(input_tokens=5_000, output_tokens=300, cost=0.25),
+            )
+            return
+        async for item in super().stream(messages, tools, call_index=call_index):
+            yield item
+
+
+async def test_the_summary_calls_tokens_count_in_the_sessions_usage(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "a"}, {"text": "b"}]})
+    model = FakeBilledSummaryModel(ScriptedModel(script, "billed"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("q")
+    before = session.usage.totals()
+    done = await session.context.compact_now()
+    assert done is not None and done.success and done.compaction_tokens_used is not None
+    assert done.compaction_tokens_used.input_tokens == 5_000
+    assert done.compaction_tokens_used.output_tokens == 300
+    after = session.usage.totals()
+    assert after.input_tokens - before.input_tokens == 5_000
+    assert after.output_tokens - before.output_tokens == 300
+    assert after.cost - before.cost == pytest.approx(0.25)
+    await session.close()
+    # Replay, export and resume read the usage checkpoints: the summary's cost is there.
+    again = scripted([{"text": "-"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    assert resumed.usage.totals() == after
+    await resumed.close()
