@@ -116,6 +116,8 @@ class ContextKeeper:
         self.meter = meter
         self.settings = settings or CompactionSettings()
         self._task: asyncio.Task[SessionCompactionCompleteData] | None = None
+        self._running: tuple[str, CompactionTrigger, Usage] | None = None  # its attempt
+        self._outcome: SessionCompactionCompleteData | None = None  # the last one
         self.last: Usage | None = None  # the last request measured
         self._sent: int | None = None  # the raw count of the request going out
 
@@ -202,7 +204,9 @@ class ContextKeeper:
 
     # --- compaction ---------------------------------------------------------------
 
-    def start(self, trigger: CompactionTrigger, usage: Usage | None = None) -> bool:
+    def start(
+        self, trigger: CompactionTrigger, usage: Usage | None = None, focus: str | None = None
+    ) -> bool:
         """Start a compaction in the background; False if there is nothing to compact."""
         if self.compacting:
             return True
@@ -222,8 +226,11 @@ class ContextKeeper:
                 compaction_attempt_id=attempt,
             )
         )
+        self._running = (attempt, trigger, usage)
+        # What it covers is fixed now: messages added meanwhile stay after the summary.
+        covered = self.host.history.messages[:upto]
         self._task = asyncio.create_task(
-            self._compact(upto, usage, trigger, attempt), name="compaction"
+            self._compact(covered, usage, trigger, attempt, focus), name="compaction"
         )
         return True
 
@@ -254,34 +261,37 @@ class ContextKeeper:
         """``/compact`` and the SDK's ``session.history.compact``: compact now and wait.
         Returns the outcome (``success``: a summary now stands in for the older
         history), or None when there was nothing to compact."""
-        if self.compacting:
-            assert self._task is not None
-            return await asyncio.shield(self._task)
-        upto = self.cut_point()
-        if upto == 0:
-            return None
-        self._focus = focus
-        try:
-            self.start("manual")
-            assert self._task is not None
-            return await asyncio.shield(self._task)
-        finally:
-            self._focus = None
-
-    _focus: str | None = None
+        if not self.compacting:
+            if self.cut_point() == 0:
+                return None
+            self.start("manual", focus=focus)
+        task = self._task
+        assert task is not None
+        # An abort of the caller ends the wait, not the summary.
+        await asyncio.wait({task})
+        if task.cancelled():  # abandoned before it began: see abandon()
+            assert self._outcome is not None
+            return self._outcome
+        return task.result()
 
     async def _compact(
-        self, upto: int, usage: Usage, trigger: CompactionTrigger, attempt: str
+        self,
+        covered: list[dict[str, Any]],
+        usage: Usage,
+        trigger: CompactionTrigger,
+        attempt: str,
+        focus: str | None,
     ) -> SessionCompactionCompleteData:
         history = self.host.history
-        covered = history.messages[:upto]
         before = sum(self.meter.message_tokens(m) for m in covered)
-        request = summary_request(covered, self.limits.window, self._focus, self.meter.count_text)
+        request = summary_request(covered, self.limits.window, focus, self.meter.count_text)
         try:
             summary, used = await _summarize(self.host.model, request)
         except asyncio.CancelledError:
-            self._complete_failed(attempt, trigger, "cancelled", usage)
-            raise
+            if self._running is not None and self._running[0] == attempt:
+                return self._complete_failed(attempt, trigger, "cancelled", usage)
+            assert self._outcome is not None  # abandon() reported it
+            return self._outcome
         except Exception as exc:  # a failed summary is an event, never a crash
             message = (
                 exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
@@ -290,7 +300,7 @@ class ContextKeeper:
         after_summary = self.meter.count_text(SUMMARY_PREFIX + summary)
         done = SessionCompactionCompleteData(
             success=True,
-            messages_removed=upto,
+            messages_removed=len(covered),
             summary_content=summary,
             pre_compaction_tokens=usage.total,
             post_compaction_tokens=max(0, usage.total - before + after_summary),
@@ -303,6 +313,7 @@ class ContextKeeper:
             model=self.host.model.name,
             compaction_tokens_used=used,
         )
+        self._outcome, self._running = done, None
         self.host.emit(done)
         self.meter.forget(history.messages)
         return done
@@ -319,6 +330,7 @@ class ContextKeeper:
             compaction_attempt_id=attempt,
             model=self.host.model.name,
         )
+        self._outcome, self._running = done, None
         self.host.emit(done)
         return done
 
@@ -368,10 +380,20 @@ class ContextKeeper:
             )
         )
 
+    def abandon(self) -> None:
+        """Stop a summary in flight, reported as failed now: what it covers is gone
+        (``/clear``), and applied later it would bring that back."""
+        task = self._task
+        if task is None or task.done() or self._running is None:
+            return
+        task.cancel()
+        attempt, trigger, usage = self._running
+        self._complete_failed(attempt, trigger, "cancelled", usage)
+
     async def close(self) -> None:
-        task, self._task = self._task, None
+        task = self._task
         if task is not None and not task.done():
-            task.cancel()
+            self.abandon()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 

@@ -797,6 +797,7 @@ class Session:
 
     def clear_context(self) -> None:
         """Start the model's conversation afresh (``/clear``); the log keeps it all."""
+        self.context.abandon()
         self.emit(SessionContextClearedData(messages_cleared=len(self.history.messages)))
 
     def rename(self, title: str) -> None:

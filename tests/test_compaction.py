@@ -503,3 +503,25 @@ async def test_the_summary_calls_tokens_count_in_the_sessions_usage(tmp_path: Pa
     resumed = await Session.resume(store=store, session_id=session.id, model=again)
     assert resumed.usage.totals() == after
     await resumed.close()
+
+
+async def test_clear_while_a_summary_is_made_keeps_the_history_empty(tmp_path: Path) -> None:
+    # A background summary still running when the turn ends; /clear must win over it,
+    # live and on resume alike.
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "first"}, {"text": "after clear"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("OLD TASK")
+    assert session.context.start("manual")
+    session.clear_context()
+    model.release.set()
+    await session.context.compact_now()  # waits for the one running, if any
+    await session.send_and_wait("NEW TASK")
+    sent = [m.get("content") for m in model.seen_messages[-1][1:]]
+    assert sent == ["NEW TASK"]
+    await session.close()
+    again = scripted([{"text": "-"}, {"text": "-"}, {"text": "-"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    assert [m.get("content") for m in resumed.history.messages] == ["NEW TASK", "after clear"]
+    await resumed.close()
