@@ -151,6 +151,13 @@ class ContextKeeper:
             )
         )
 
+    def refresh(self) -> None:
+        """Report the context use again after the history shrank (a summary, /clear),
+        so ``ctx`` does not show the old fill until the next call. Only with the
+        tokenizer already loaded: loading it (litellm) takes seconds."""
+        if self.meter.ready:
+            self._report(self.measure())
+
     # --- around each model call ---------------------------------------------------
 
     async def before_call(self) -> None:
@@ -316,6 +323,7 @@ class ContextKeeper:
         self._outcome, self._running = done, None
         self.host.emit(done)
         self.meter.forget(history.messages)
+        self.refresh()
         return done
 
     def _complete_failed(

@@ -156,6 +156,11 @@ class TokenMeter:
             self._limits = self._limits()
         return self._limits
 
+    @property
+    def ready(self) -> bool:
+        """True once the counter is loaded (counting is cheap from then on)."""
+        return self._counter is not None
+
     def count_text(self, text: str) -> int:
         if self._counter is None:
             self._counter = self._factory()

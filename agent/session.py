@@ -799,6 +799,7 @@ class Session:
         """Start the model's conversation afresh (``/clear``); the log keeps it all."""
         self.context.abandon()
         self.emit(SessionContextClearedData(messages_cleared=len(self.history.messages)))
+        self.context.refresh()
 
     def rename(self, title: str) -> None:
         self.title = title

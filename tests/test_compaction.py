@@ -525,3 +525,23 @@ async def test_clear_while_a_summary_is_made_keeps_the_history_empty(tmp_path: P
     resumed = await Session.resume(store=store, session_id=session.id, model=again)
     assert [m.get("content") for m in resumed.history.messages] == ["NEW TASK", "after clear"]
     await resumed.close()
+
+
+async def test_the_context_use_is_reported_again_when_the_history_shrinks(tmp_path: Path) -> None:
+    # The status bar's ``ctx`` follows session.usage_info: after /clear or a summary it
+    # must not keep showing the full window until the next prompt.
+    model = scripted([{"text": "x" * 16_000}, {"text": "y" * 4_000}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW * 2)
+    await session.send_and_wait("write a lot")
+    await session.send_and_wait("and a bit more")
+    full = seen.of("session.usage_info")[-1].data.current_tokens
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    after = seen.of("session.usage_info")[-1].data
+    assert after.current_tokens == session.context.measure().total < full
+    session.clear_context()
+    cleared = seen.of("session.usage_info")[-1].data
+    assert cleared.messages_length == 0
+    assert cleared.current_tokens == session.context.measure().total < after.current_tokens
+    await session.close()
