@@ -133,7 +133,7 @@ class ContextKeeper:
         host = self.host
         history = host.history
         # One tool result may take at most a quarter of the window.
-        history.max_tool_chars = self.limits.window * CHARS_PER_TOKEN // 4
+        history.max_tool_bytes = self.limits.window * CHARS_PER_TOKEN // 4
         usage = self.meter.measure(host.system_prompt(), host.tool_schemas(), history.for_model())
         self.last = usage
         return usage

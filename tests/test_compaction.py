@@ -545,3 +545,21 @@ async def test_the_context_use_is_reported_again_when_the_history_shrinks(tmp_pa
     assert cleared.messages_length == 0
     assert cleared.current_tokens == session.context.measure().total < after.current_tokens
     await session.close()
+
+
+async def test_a_cut_tool_result_takes_a_quarter_of_the_window_in_any_script(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("这是一个测试用的中文句子。\n" * 2_000)
+    model = scripted([tool_turn(0), {"text": "ok"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("read it")
+    # The model reads the (cut) result itself, not a summary made because it was too big.
+    assert COMPACTION_CALL not in model.call_indexes
+    sent = model.seen_messages[-1][-1]
+    assert sent["role"] == "tool" and "output cut" in sent["content"]
+    assert estimate_tokens(sent["content"]) <= WINDOW // 4 + 50  # and the note
+    await session.close()
