@@ -876,6 +876,8 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
         try:
+            # A summary still being made ends now, recorded as failed, before the log closes.
+            await self.context.close()
             if self._writer is not None:
                 await self._writer.close()
                 self._writer = None

@@ -32,7 +32,7 @@ from agent.history import SUMMARY_PREFIX, History
 from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem, Usage
 from agent.models.scripted import Script, ScriptedModel
 from agent.session import Session
-from agent.store import SessionStore
+from agent.store import SessionStore, read_events
 from tests.scripting import FakeCountingModel, new_session, scripted
 
 WINDOW = 8_000  # tokens: the system prompt and tools take ~2,500; a dozen reads fill the rest
@@ -563,3 +563,26 @@ async def test_a_cut_tool_result_takes_a_quarter_of_the_window_in_any_script(
     assert sent["role"] == "tool" and "output cut" in sent["content"]
     assert estimate_tokens(sent["content"]) <= WINDOW // 4 + 50  # and the note
     await session.close()
+
+
+async def test_closing_during_a_summary_records_it_as_failed(tmp_path: Path) -> None:
+    # Quitting while a background summary runs: the log must say how it ended, and
+    # nothing may be written after the log is closed.
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "first"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("OLD TASK")
+    assert session.context.start("threshold")
+    await session.close()
+    assert not session.context.compacting
+    model.release.set()
+    await asyncio.sleep(0)
+    types = [e.type for e in read_events(store.events_path(session.id)).events]
+    assert types.count("session.compaction_start") == 1
+    ended = [
+        e.data
+        for e in read_events(store.events_path(session.id)).events
+        if e.type == "session.compaction_complete"
+    ]
+    assert len(ended) == 1 and not ended[0].success
