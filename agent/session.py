@@ -49,6 +49,7 @@ from agent.events import (
     EventData,
     Mode,
     SessionCompactionCompleteData,
+    SessionCompactionStartData,
     SessionContextClearedData,
     SessionErrorData,
     SessionIdleData,
@@ -77,6 +78,7 @@ from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
 from agent.plan_mode import PlanMode, plan_registry
 from agent.prompt import build_system_prompt, git_branch
+from agent.replay import EventIndex
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
@@ -377,6 +379,7 @@ class Session:
             None,
         )
         session._close_dangling(stopped)
+        session._close_dangling_compaction(plan.index, stopped)
         session.emit(
             SessionResumeData(
                 event_count=len(plan.index),
@@ -458,6 +461,33 @@ class Session:
                 self._lock.release()
                 self._lock = None
             raise error
+
+    def _close_dangling_compaction(self, index: EventIndex, stopped: str | None) -> None:
+        """A crash can leave a summary unfinished (a ``session.compaction_start`` with
+        no complete after it): record it as failed, as closing the session would have."""
+        types = index.types
+        for i in range(len(types) - 1, -1, -1):
+            if types[i] == "session.compaction_complete":
+                return
+            if types[i] == "session.compaction_start":
+                break
+        else:
+            return
+        found = index.read_slots(i, i + 1)
+        start = found[0].data if found and found[0] is not None else None
+        if not isinstance(start, SessionCompactionStartData):
+            return
+        self.emit(
+            SessionCompactionCompleteData(
+                success=False,
+                error="interrupted: the session stopped before the summary was made",
+                pre_compaction_tokens=start.current_tokens,
+                token_limit=start.token_limit,
+                trigger=start.trigger,
+                compaction_attempt_id=start.compaction_attempt_id,
+            ),
+            at=stopped,
+        )
 
     def _close_dangling(self, stopped: str | None = None) -> None:
         """A crash can leave tool calls and a turn open: close them as interrupted,

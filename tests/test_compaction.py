@@ -586,3 +586,27 @@ async def test_closing_during_a_summary_records_it_as_failed(tmp_path: Path) -> 
         if e.type == "session.compaction_complete"
     ]
     assert len(ended) == 1 and not ended[0].success
+
+
+async def test_a_summary_cut_by_a_crash_is_closed_on_resume(tmp_path: Path) -> None:
+    # A log that ends between compaction_start and its complete (the process died):
+    # resume records the attempt as failed, so nothing shows it running forever.
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "first"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("OLD TASK")
+    assert session.context.start("threshold")
+    await session.close()
+    path = store.events_path(session.id)
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    path.write_text("".join(x for x in lines if "session.compaction_complete" not in x), "utf-8")
+    started = [e for e in read_events(path).events if e.type == "session.compaction_start"]
+    again = scripted([{"text": "-"}, {"text": "second"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    repaired = [e.data for e in resumed.backlog[resumed.restored :]]
+    ended = [d for d in repaired if isinstance(d, SessionCompactionCompleteData)]
+    assert len(ended) == 1 and not ended[0].success
+    assert ended[0].compaction_attempt_id == started[0].data.compaction_attempt_id
+    assert [m["content"] for m in resumed.history.messages] == ["OLD TASK", "first"]
+    await resumed.close()
