@@ -167,6 +167,11 @@ class ContextKeeper:
         self._report_cuts(usage)
         self._report(usage)
         if not self.settings.enabled:
+            # No summaries, but the window still holds: the oldest turns go instead.
+            if usage.fraction >= self.settings.blocking_threshold:
+                self._drop_oldest(usage)
+                usage = self.measure()
+                self._report(usage)
             self._sent = self.meter.last_counted
             return
         if usage.fraction >= self.settings.background_threshold and not self.compacting:

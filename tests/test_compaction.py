@@ -610,3 +610,23 @@ async def test_a_summary_cut_by_a_crash_is_closed_on_resume(tmp_path: Path) -> N
     assert ended[0].compaction_attempt_id == started[0].data.compaction_attempt_id
     assert [m["content"] for m in resumed.history.messages] == ["OLD TASK", "first"]
     await resumed.close()
+
+
+async def test_with_compaction_off_the_oldest_turns_are_dropped(tmp_path: Path) -> None:
+    # infinite_sessions.enabled = false turns summaries off, not the window's limit:
+    # the requests must still fit (by dropping the oldest turns), never overflow.
+    notes(tmp_path / "ws", 2_400)
+    turns = [tool_turn(i) for i in range(20)] + [{"text": "finished"}]
+    model = scripted(turns)
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished"
+    assert COMPACTION_CALL not in model.call_indexes
+    assert not seen.of("session.compaction_start")
+    tool_tokens = estimate_tokens(json.dumps(session.tool_schemas(), sort_keys=True))
+    for messages in model.seen_messages:
+        assert request_tokens(messages, tool_tokens) <= WINDOW
+    dropped = [e.data for e in seen.of("session.truncation")]
+    assert dropped and all(d.performed_by == History.DROP_OLDEST for d in dropped)
+    await session.close()
