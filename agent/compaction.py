@@ -296,7 +296,7 @@ class ContextKeeper:
     ) -> SessionCompactionCompleteData:
         history = self.host.history
         before = sum(self.meter.message_tokens(m) for m in covered)
-        request = summary_request(covered, self.limits.window, focus, self.meter.count_text)
+        request = summary_request(covered, self.limits.prompt_budget, focus, self.meter.count_text)
         try:
             summary, used = await _summarize(self.host.model, request)
         except asyncio.CancelledError:

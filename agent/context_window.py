@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 ASSUMED_WINDOW = 128_000  # tokens, for a model no one told us about
 MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its content (role, framing)
+# Of the window kept for the reply at most (a model whose output limit is its whole
+# window, as local ones often say, must still take a prompt).
+MAX_REPLY_SHARE = 1 / 3
 
 Counter = Callable[[str], int]
 
@@ -37,6 +40,16 @@ class ContextLimits:
     window: int  # tokens the model reads at most: prompt + tools + history
     max_output: int | None = None  # tokens it writes at most, if known
     source: str = "model map"  # "model map", "config", "script" or "assumed"
+
+    @property
+    def prompt_budget(self) -> int:
+        """Tokens the request may hold: the window less the reply's room. Some
+        providers (Anthropic) refuse a prompt whose size plus ``max_tokens`` passes
+        the window, and litellm asks for the model's whole output limit; that room
+        is kept, up to :data:`MAX_REPLY_SHARE` of the window."""
+        if not self.max_output:
+            return self.window
+        return self.window - min(self.max_output, int(self.window * MAX_REPLY_SHARE))
 
 
 def limits_for(
@@ -113,7 +126,8 @@ def message_text(message: dict[str, Any]) -> str:
 
 @dataclass(slots=True)
 class Usage:
-    """The next request's size, by part, in (corrected) tokens."""
+    """The next request's size, by part, in (corrected) tokens; ``window``: what the
+    request may hold (:attr:`ContextLimits.prompt_budget`)."""
 
     system: int
     tools: int
@@ -200,7 +214,7 @@ class TokenMeter:
             system=round(system * scale),
             tools=round(tool_tokens * scale),
             messages=round(conversation * scale),
-            window=self.limits.window,
+            window=self.limits.prompt_budget,
             message_count=len(messages),
         )
 

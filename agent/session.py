@@ -182,6 +182,7 @@ class Session:
         self.secrets = SecretMasker.from_env(os.environ, self.env_filter)
         # The model's context window: measured before each call, compacted when full.
         self._window_override: int | None = None
+        self._max_output_override: int | None = None
         self.context = ContextKeeper(self, TokenMeter(self._context_limits, self._token_counter))
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
@@ -690,19 +691,24 @@ class Session:
     # --- the context window ------------------------------------------------------
 
     def configure_context(
-        self, *, window: int | None = None, settings: CompactionSettings | None = None
+        self,
+        *,
+        window: int | None = None,
+        settings: CompactionSettings | None = None,
+        max_output: int | None = None,
     ) -> None:
-        """Override the model's context window (config, flag, SDK) and the compaction
-        thresholds (the SDK's ``infinite_sessions``)."""
+        """Override the model's context window and output limit (config, flag, SDK)
+        and the compaction thresholds (the SDK's ``infinite_sessions``)."""
         if window is not None:
             self._window_override = window
+            self._max_output_override = max_output
             self.context.meter = TokenMeter(self._context_limits, self._token_counter)
         if settings is not None:
             self.context.settings = settings
 
     def _context_limits(self) -> ContextLimits:
         if self._window_override is not None:
-            return ContextLimits(self._window_override, None, "config")
+            return ContextLimits(self._window_override, self._max_output_override, "config")
         scripted = getattr(self.model, "context_window", None)
         if isinstance(scripted, int) and scripted > 0:
             return ContextLimits(scripted, None, "script")

@@ -630,3 +630,30 @@ async def test_with_compaction_off_the_oldest_turns_are_dropped(tmp_path: Path) 
     dropped = [e.data for e in seen.of("session.truncation")]
     assert dropped and all(d.performed_by == History.DROP_OLDEST for d in dropped)
     await session.close()
+
+
+def test_the_reply_keeps_its_room_in_the_window() -> None:
+    # Providers that add max_tokens (litellm sends the model's output limit) to the
+    # prompt refuse a request past the window: the prompt may fill only the rest.
+    assert ContextLimits(200_000, 64_000).prompt_budget == 136_000
+    assert ContextLimits(8_192, 8_192).prompt_budget == 8_192 - 8_192 // 3  # at most a third
+    assert ContextLimits(8_000, None).prompt_budget == 8_000
+    meter = TokenMeter(ContextLimits(10_000, 2_000), lambda: estimate_tokens)
+    usage = meter.measure("s" * 4_000, [], [{"role": "user", "content": "x" * 28_000}])
+    assert usage.window == 8_000 and usage.fraction == pytest.approx(usage.total / 8_000)
+
+
+async def test_no_request_and_its_reply_exceed_the_window(tmp_path: Path) -> None:
+    notes(tmp_path / "ws", 2_400)
+    turns = [tool_turn(i) for i in range(25)] + [{"text": "All done."}]
+    model = scripted(turns)
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, max_output=1_500)
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "All done."
+    tool_tokens = estimate_tokens(json.dumps(session.tool_schemas(), sort_keys=True))
+    for messages, index in zip(model.seen_messages, model.call_indexes, strict=True):
+        if index != COMPACTION_CALL:
+            assert request_tokens(messages, tool_tokens) + 1_500 <= WINDOW
+    assert seen.of("session.compaction_complete")
+    await session.close()
