@@ -820,6 +820,9 @@ class Session:
             previous = self.model.name
             self.model = model
             self._prompts.clear()
+            # Its window, output limit and tokenizer, and no correction learnt from
+            # another provider's counts.
+            self.context.meter = TokenMeter(self._context_limits, self._token_counter)
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
     def add_dir(self, folder: Path) -> None:

@@ -657,3 +657,19 @@ async def test_no_request_and_its_reply_exceed_the_window(tmp_path: Path) -> Non
             assert request_tokens(messages, tool_tokens) + 1_500 <= WINDOW
     assert seen.of("session.compaction_complete")
     await session.close()
+
+
+async def test_the_window_follows_a_model_switch(tmp_path: Path) -> None:
+    # /model from a large window to a small one: the next request must fit the new one.
+    big = "y" * 30_000  # ~7,500 tokens
+    first = ScriptedModel(Script.model_validate({"turns": [{"text": big}]}), "large")
+    session, seen = await new_session(first, tmp_path)
+    await session.send_and_wait("write a long text")
+    assert seen.of("session.usage_info")[-1].data.token_limit == 128_000
+    script = {"turns": [{"text": "-"}, {"text": "ok"}], "context_window": WINDOW}
+    session.set_model(ScriptedModel(Script.model_validate(script), "small"))
+    await session.send_and_wait("NEW PROMPT")
+    info = seen.of("session.usage_info")[-1].data
+    assert info.token_limit == WINDOW and info.current_tokens <= WINDOW
+    assert [e.data.success for e in seen.of("session.compaction_complete")] == [True]
+    await session.close()
