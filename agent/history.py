@@ -51,6 +51,22 @@ def _over(content: str, cap: int) -> bool:
     return not content.isascii() and len(content.encode("utf-8", "surrogatepass")) > cap
 
 
+def adds_message(event: Event) -> bool:
+    """Whether :meth:`History.apply` adds a message for ``event`` (a tool result
+    assumed answering an open call): what resume counts back over."""
+    if event.agent_id is not None:
+        return False
+    match event.data:
+        case UserMessageData(content=content, attachments=attached, transformed_content=text):
+            return bool(text if attached and text else content)
+        case AssistantMessageData(content=content, tool_requests=requests):
+            return bool(requests or content)
+        case ToolExecutionCompleteData():
+            return True
+        case _:
+            return False
+
+
 class History:
     """The model's messages, folded from events.
 

@@ -673,3 +673,21 @@ async def test_the_window_follows_a_model_switch(tmp_path: Path) -> None:
     assert info.token_limit == WINDOW and info.current_tokens <= WINDOW
     assert [e.data.success for e in seen.of("session.compaction_complete")] == [True]
     await session.close()
+
+
+async def test_checkpoint_numbers_go_on_across_resume(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    model = scripted([{"text": "one"}, {"text": "two"}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("first")
+    await session.send_and_wait("second")
+    done = await session.context.compact_now()
+    assert done is not None and done.checkpoint_number == 1
+    await session.close()
+    again = scripted([{"text": "-"}, {"text": "-"}, {"text": "three"}, {"text": "four"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    await resumed.send_and_wait("third")
+    await resumed.send_and_wait("fourth")
+    done = await resumed.context.compact_now()
+    assert done is not None and done.success and done.checkpoint_number == 2
+    await resumed.close()
