@@ -43,11 +43,14 @@ def report(
     else:
         compaction = "Compaction: off"
     lines = [
-        f"Context for {model} (window: {limits.window:,} tokens, {source}"
-        + (
-            f"; {limits.window - usage.window:,} kept for the reply)"
+        f"Context for {model} (window: {limits.window:,} tokens, {source})",
+        *(
+            [
+                f"  {usage.window:,} for the request (the shares below are of it), "
+                f"{limits.window - usage.window:,} kept for the reply"
+            ]
             if usage.window < limits.window
-            else ")"
+            else []
         ),
         f"  system prompt  {usage.system:>9,}{share(usage.system)}",
         f"  tools          {usage.tools:>9,}{share(usage.tools)}",
