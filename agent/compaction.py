@@ -30,7 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.context_window import ContextLimits, TokenMeter, Usage, message_text
+from agent.context_window import (
+    MESSAGE_OVERHEAD,
+    ContextLimits,
+    TokenMeter,
+    Usage,
+    message_text,
+)
 from agent.events import (
     CompactionTokensUsed,
     CompactionTrigger,
@@ -295,7 +301,8 @@ class ContextKeeper:
         focus: str | None,
     ) -> SessionCompactionCompleteData:
         history = self.host.history
-        before = sum(self.meter.message_tokens(m) for m in covered)
+        ratio = self.meter.ratio  # in the provider's scale, as usage.total is
+        before = round(sum(self.meter.message_tokens(m) for m in covered) * ratio)
         request = summary_request(covered, self.limits.prompt_budget, focus, self.meter.count_text)
         try:
             summary, used = await _summarize(self.host.model, request)
@@ -309,7 +316,9 @@ class ContextKeeper:
                 exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
             )
             return self._complete_failed(attempt, trigger, message, usage)
-        after_summary = self.meter.count_text(SUMMARY_PREFIX + summary)
+        after_summary = round(
+            (self.meter.count_text(SUMMARY_PREFIX + summary) + MESSAGE_OVERHEAD) * ratio
+        )
         done = SessionCompactionCompleteData(
             success=True,
             messages_removed=len(covered),

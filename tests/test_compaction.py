@@ -691,3 +691,19 @@ async def test_checkpoint_numbers_go_on_across_resume(tmp_path: Path) -> None:
     done = await resumed.context.compact_now()
     assert done is not None and done.success and done.checkpoint_number == 2
     await resumed.close()
+
+
+async def test_the_compactions_token_counts_follow_the_providers_scale(tmp_path: Path) -> None:
+    # After a provider said its counts differ from ours, every number is in its scale:
+    # the compaction's before/after must agree with the usage reported after it.
+    model = scripted([{"text": "x" * 8_000}, {"text": "y" * 400}])
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("write")
+    await session.send_and_wait("more")
+    session.context.meter.ratio = 1.5
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    now = session.context.measure()
+    assert done.post_compaction_tokens == pytest.approx(now.total, abs=2)
+    assert done.pre_compaction_tokens - done.tokens_removed == pytest.approx(now.total, abs=2)
+    await session.close()
