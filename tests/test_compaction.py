@@ -697,7 +697,7 @@ async def test_the_compactions_token_counts_follow_the_providers_scale(tmp_path:
     # After a provider said its counts differ from ours, every number is in its scale:
     # the compaction's before/after must agree with the usage reported after it.
     model = scripted([{"text": "x" * 8_000}, {"text": "y" * 400}])
-    session, seen = await new_session(model, tmp_path)
+    session, _ = await new_session(model, tmp_path)
     await session.send_and_wait("write")
     await session.send_and_wait("more")
     session.context.meter.ratio = 1.5
