@@ -30,8 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.context_window import ContextLimits, TokenMeter, Usage, message_text
+from agent.context_window import (
+    MESSAGE_OVERHEAD,
+    ContextLimits,
+    TokenMeter,
+    Usage,
+    message_text,
+)
 from agent.events import (
+    CompactionTokensUsed,
     CompactionTrigger,
     Event,
     EventData,
@@ -115,6 +122,8 @@ class ContextKeeper:
         self.meter = meter
         self.settings = settings or CompactionSettings()
         self._task: asyncio.Task[SessionCompactionCompleteData] | None = None
+        self._running: tuple[str, CompactionTrigger, Usage] | None = None  # its attempt
+        self._outcome: SessionCompactionCompleteData | None = None  # the last one
         self.last: Usage | None = None  # the last request measured
         self._sent: int | None = None  # the raw count of the request going out
 
@@ -130,7 +139,7 @@ class ContextKeeper:
         host = self.host
         history = host.history
         # One tool result may take at most a quarter of the window.
-        history.max_tool_chars = self.limits.window * CHARS_PER_TOKEN // 4
+        history.max_tool_bytes = self.limits.window * CHARS_PER_TOKEN // 4
         usage = self.meter.measure(host.system_prompt(), host.tool_schemas(), history.for_model())
         self.last = usage
         return usage
@@ -148,6 +157,13 @@ class ContextKeeper:
             )
         )
 
+    def refresh(self) -> None:
+        """Report the context use again after the history shrank (a summary, /clear),
+        so ``ctx`` does not show the old fill until the next call. Only with the
+        tokenizer already loaded: loading it (litellm) takes seconds."""
+        if self.meter.ready:
+            self._report(self.measure())
+
     # --- around each model call ---------------------------------------------------
 
     async def before_call(self) -> None:
@@ -157,6 +173,11 @@ class ContextKeeper:
         self._report_cuts(usage)
         self._report(usage)
         if not self.settings.enabled:
+            # No summaries, but the window still holds: the oldest turns go instead.
+            if usage.fraction >= self.settings.blocking_threshold:
+                self._drop_oldest(usage)
+                usage = self.measure()
+                self._report(usage)
             self._sent = self.meter.last_counted
             return
         if usage.fraction >= self.settings.background_threshold and not self.compacting:
@@ -165,8 +186,10 @@ class ContextKeeper:
             self._sent = self.meter.last_counted
             return
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._task)
+            # Not shield(): its CancelledError cannot tell an abort of this turn (which
+            # must end it) from a cancelled summary. wait() raises only for the former,
+            # and leaves the summary running either way.
+            await asyncio.wait({self._task})
         usage = self.measure()
         if usage.fraction >= self.settings.blocking_threshold:
             self._drop_oldest(usage)
@@ -199,7 +222,9 @@ class ContextKeeper:
 
     # --- compaction ---------------------------------------------------------------
 
-    def start(self, trigger: CompactionTrigger, usage: Usage | None = None) -> bool:
+    def start(
+        self, trigger: CompactionTrigger, usage: Usage | None = None, focus: str | None = None
+    ) -> bool:
         """Start a compaction in the background; False if there is nothing to compact."""
         if self.compacting:
             return True
@@ -219,8 +244,11 @@ class ContextKeeper:
                 compaction_attempt_id=attempt,
             )
         )
+        self._running = (attempt, trigger, usage)
+        # What it covers is fixed now: messages added meanwhile stay after the summary.
+        covered = self.host.history.messages[:upto]
         self._task = asyncio.create_task(
-            self._compact(upto, usage, trigger, attempt), name="compaction"
+            self._compact(covered, usage, trigger, attempt, focus), name="compaction"
         )
         return True
 
@@ -251,43 +279,49 @@ class ContextKeeper:
         """``/compact`` and the SDK's ``session.history.compact``: compact now and wait.
         Returns the outcome (``success``: a summary now stands in for the older
         history), or None when there was nothing to compact."""
-        if self.compacting:
-            assert self._task is not None
-            return await asyncio.shield(self._task)
-        upto = self.cut_point()
-        if upto == 0:
-            return None
-        self._focus = focus
-        try:
-            self.start("manual")
-            assert self._task is not None
-            return await asyncio.shield(self._task)
-        finally:
-            self._focus = None
-
-    _focus: str | None = None
+        if not self.compacting:
+            if self.cut_point() == 0:
+                return None
+            self.start("manual", focus=focus)
+        task = self._task
+        assert task is not None
+        # An abort of the caller ends the wait, not the summary.
+        await asyncio.wait({task})
+        if task.cancelled():  # abandoned before it began: see abandon()
+            assert self._outcome is not None
+            return self._outcome
+        return task.result()
 
     async def _compact(
-        self, upto: int, usage: Usage, trigger: CompactionTrigger, attempt: str
+        self,
+        covered: list[dict[str, Any]],
+        usage: Usage,
+        trigger: CompactionTrigger,
+        attempt: str,
+        focus: str | None,
     ) -> SessionCompactionCompleteData:
         history = self.host.history
-        covered = history.messages[:upto]
-        before = sum(self.meter.message_tokens(m) for m in covered)
-        request = summary_request(covered, self.limits.window, self._focus)
+        ratio = self.meter.ratio  # in the provider's scale, as usage.total is
+        before = round(sum(self.meter.message_tokens(m) for m in covered) * ratio)
+        request = summary_request(covered, self.limits.prompt_budget, focus, self.meter.count_text)
         try:
-            summary = await _summarize(self.host.model, request)
+            summary, used = await _summarize(self.host.model, request)
         except asyncio.CancelledError:
-            self._complete_failed(attempt, trigger, "cancelled", usage)
-            raise
+            if self._running is not None and self._running[0] == attempt:
+                return self._complete_failed(attempt, trigger, "cancelled", usage)
+            assert self._outcome is not None  # abandon() reported it
+            return self._outcome
         except Exception as exc:  # a failed summary is an event, never a crash
             message = (
                 exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
             )
             return self._complete_failed(attempt, trigger, message, usage)
-        after_summary = self.meter.count_text(SUMMARY_PREFIX + summary)
+        after_summary = round(
+            (self.meter.count_text(SUMMARY_PREFIX + summary) + MESSAGE_OVERHEAD) * ratio
+        )
         done = SessionCompactionCompleteData(
             success=True,
-            messages_removed=upto,
+            messages_removed=len(covered),
             summary_content=summary,
             pre_compaction_tokens=usage.total,
             post_compaction_tokens=max(0, usage.total - before + after_summary),
@@ -298,9 +332,12 @@ class ContextKeeper:
             trigger=trigger,
             compaction_attempt_id=attempt,
             model=self.host.model.name,
+            compaction_tokens_used=used,
         )
+        self._outcome, self._running = done, None
         self.host.emit(done)
         self.meter.forget(history.messages)
+        self.refresh()
         return done
 
     def _complete_failed(
@@ -315,6 +352,7 @@ class ContextKeeper:
             compaction_attempt_id=attempt,
             model=self.host.model.name,
         )
+        self._outcome, self._running = done, None
         self.host.emit(done)
         return done
 
@@ -364,29 +402,44 @@ class ContextKeeper:
             )
         )
 
+    def abandon(self) -> None:
+        """Stop a summary in flight, reported as failed now: what it covers is gone
+        (``/clear``), and applied later it would bring that back."""
+        task = self._task
+        if task is None or task.done() or self._running is None:
+            return
+        task.cancel()
+        attempt, trigger, usage = self._running
+        self._complete_failed(attempt, trigger, "cancelled", usage)
+
     async def close(self) -> None:
-        task, self._task = self._task, None
+        task = self._task
         if task is not None and not task.done():
-            task.cancel()
+            self.abandon()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
 
 def summary_request(
-    messages: list[dict[str, Any]], window: int, focus: str | None = None
+    messages: list[dict[str, Any]],
+    window: int,
+    focus: str | None = None,
+    count: Callable[[str], int] | None = None,
 ) -> list[dict[str, Any]]:
     """The summarizer's messages: the conversation as one text (tool results cut),
-    held within :data:`SUMMARY_INPUT_SHARE` of the window, then the request."""
-    budget = int(window * SUMMARY_INPUT_SHARE * CHARS_PER_TOKEN)
-    parts = [_render(m) for m in messages]
-    text = "\n\n".join(parts)
-    if len(text) > budget:
-        # Keep the start (the task) and as much of the recent end as fits.
-        head = budget // 5
-        tail = budget - head
-        left_out = len(text) - head - tail
-        gap = f"\n\n[… {left_out} characters of the conversation left out …]\n\n"
-        text = text[:head] + gap + text[-tail:]
+    held within :data:`SUMMARY_INPUT_SHARE` of the window (in ``count``'s tokens when
+    given: four characters a token is far too few for some scripts), then the request."""
+    budget = int(window * SUMMARY_INPUT_SHARE)
+    whole = "\n\n".join(_render(m) for m in messages)
+    chars = budget * CHARS_PER_TOKEN
+    text = _within(whole, chars)
+    if count is not None:
+        for _ in range(6):  # converges in one or two rounds: each shrinks by the excess
+            tokens = count(text)
+            if tokens <= budget:
+                break
+            chars = int(min(chars, len(text)) * budget / tokens * 0.95)
+            text = _within(whole, chars)
     ask = SUMMARY_REQUEST
     if focus:
         ask += f"\n\nThe user asks the summary to focus on: {focus}"
@@ -394,6 +447,18 @@ def summary_request(
         {"role": "system", "content": SUMMARY_SYSTEM},
         {"role": "user", "content": f"<conversation>\n{text}\n</conversation>\n\n{ask}"},
     ]
+
+
+def _within(text: str, chars: int) -> str:
+    """``text`` in at most about ``chars`` characters: the start (the task) and as
+    much of the recent end as fits."""
+    if len(text) <= chars:
+        return text
+    head = chars // 5
+    tail = chars - head
+    left_out = len(text) - head - tail
+    gap = f"\n\n[… {left_out} characters of the conversation left out …]\n\n"
+    return text[:head] + gap + text[len(text) - tail :]
 
 
 def _render(message: dict[str, Any]) -> str:
@@ -416,14 +481,29 @@ def _render(message: dict[str, Any]) -> str:
     return f"{str(role).capitalize()}: {message_text(message)}"
 
 
-async def _summarize(model: ModelClient, messages: list[dict[str, Any]]) -> str:
+async def _summarize(
+    model: ModelClient, messages: list[dict[str, Any]]
+) -> tuple[str, CompactionTokensUsed | None]:
+    """The summary, and what its call took as the provider reported it."""
     reply: ModelReply | None = None
     async for item in model.stream(messages, [], call_index=COMPACTION_CALL):
         if isinstance(item, ModelReply):
             reply = item
     if reply is None or not reply.text.strip():
         raise ProviderError("empty_response", "the model sent back an empty summary")
-    return reply.text.strip()
+    usage = reply.usage
+    used = (
+        CompactionTokensUsed(
+            model=model.name,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            request_count=1,
+            cost=usage.cost,
+        )
+        if usage is not None
+        else None
+    )
+    return reply.text.strip(), used
 
 
 def settings_from(values: dict[str, Any] | None) -> CompactionSettings:

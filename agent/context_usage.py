@@ -43,7 +43,15 @@ def report(
     else:
         compaction = "Compaction: off"
     lines = [
-        f"Context for {model} (window: {usage.window:,} tokens, {source})",
+        f"Context for {model} (window: {limits.window:,} tokens, {source})",
+        *(
+            [
+                f"  {usage.window:,} for the request (the shares below are of it), "
+                f"{limits.window - usage.window:,} kept for the reply"
+            ]
+            if usage.window < limits.window
+            else []
+        ),
         f"  system prompt  {usage.system:>9,}{share(usage.system)}",
         f"  tools          {usage.tools:>9,}{share(usage.tools)}",
         f"  messages       {usage.messages:>9,}{share(usage.messages)}"

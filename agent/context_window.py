@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 ASSUMED_WINDOW = 128_000  # tokens, for a model no one told us about
 MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its content (role, framing)
+# Of the window kept for the reply at most (a model whose output limit is its whole
+# window, as local ones often say, must still take a prompt).
+MAX_REPLY_SHARE = 1 / 3
 
 Counter = Callable[[str], int]
 
@@ -37,6 +40,16 @@ class ContextLimits:
     window: int  # tokens the model reads at most: prompt + tools + history
     max_output: int | None = None  # tokens it writes at most, if known
     source: str = "model map"  # "model map", "config", "script" or "assumed"
+
+    @property
+    def prompt_budget(self) -> int:
+        """Tokens the request may hold: the window less the reply's room. Some
+        providers (Anthropic) refuse a prompt whose size plus ``max_tokens`` passes
+        the window, and litellm asks for the model's whole output limit; that room
+        is kept, up to :data:`MAX_REPLY_SHARE` of the window."""
+        if not self.max_output:
+            return self.window
+        return self.window - min(self.max_output, int(self.window * MAX_REPLY_SHARE))
 
 
 def limits_for(
@@ -88,8 +101,12 @@ def litellm_counter(model: str) -> Counter:
 
 
 def estimate_tokens(text: str) -> int:
-    """About four characters a token: the fallback when no tokenizer works."""
-    return math.ceil(len(text) / 4)
+    """About four bytes of UTF-8 a token: the fallback when no tokenizer works. Bytes,
+    not characters: a tokenizer spends a token or more on a CJK character or an
+    emoji, and counting those as a quarter would let the window overflow."""
+    if text.isascii():
+        return math.ceil(len(text) / 4)
+    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -109,7 +126,8 @@ def message_text(message: dict[str, Any]) -> str:
 
 @dataclass(slots=True)
 class Usage:
-    """The next request's size, by part, in (corrected) tokens."""
+    """The next request's size, by part, in (corrected) tokens; ``window``: what the
+    request may hold (:attr:`ContextLimits.prompt_budget`)."""
 
     system: int
     tools: int
@@ -152,6 +170,11 @@ class TokenMeter:
             self._limits = self._limits()
         return self._limits
 
+    @property
+    def ready(self) -> bool:
+        """True once the counter is loaded (counting is cheap from then on)."""
+        return self._counter is not None
+
     def count_text(self, text: str) -> int:
         if self._counter is None:
             self._counter = self._factory()
@@ -191,7 +214,7 @@ class TokenMeter:
             system=round(system * scale),
             tools=round(tool_tokens * scale),
             messages=round(conversation * scale),
-            window=self.limits.window,
+            window=self.limits.prompt_budget,
             message_count=len(messages),
         )
 

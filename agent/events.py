@@ -158,6 +158,16 @@ class SessionCompactionStartData(EventData):
     compaction_attempt_id: str | None = None
 
 
+class CompactionTokensUsed(EventData):
+    """What the summary call took (the schema's ``compactionTokensUsed``)."""
+
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    request_count: int | None = None
+    cost: float | None = None  # loopdeck's own: the schema counts cost in other units
+
+
 class SessionCompactionCompleteData(EventData):
     """The summary is made (or not): on success it stands in for the first
     ``messages_removed`` messages of the model's history from here on."""
@@ -176,6 +186,7 @@ class SessionCompactionCompleteData(EventData):
     trigger: str | None = None  # as on session.compaction_start
     compaction_attempt_id: str | None = None
     model: str | None = None
+    compaction_tokens_used: CompactionTokensUsed | None = None
 
 
 class SessionTruncationData(EventData):

@@ -44,6 +44,29 @@ def arguments_json(arguments: Any) -> str:
     return json.dumps(arguments if arguments is not None else {})
 
 
+def _over(content: str, cap: int) -> bool:
+    """True if ``content`` takes more than ``cap`` bytes of UTF-8."""
+    if len(content) > cap:
+        return True
+    return not content.isascii() and len(content.encode("utf-8", "surrogatepass")) > cap
+
+
+def adds_message(event: Event) -> bool:
+    """Whether :meth:`History.apply` adds a message for ``event`` (a tool result
+    assumed answering an open call): what resume counts back over."""
+    if event.agent_id is not None:
+        return False
+    match event.data:
+        case UserMessageData(content=content, attachments=attached, transformed_content=text):
+            return bool(text if attached and text else content)
+        case AssistantMessageData(content=content, tool_requests=requests):
+            return bool(requests or content)
+        case ToolExecutionCompleteData():
+            return True
+        case _:
+            return False
+
+
 class History:
     """The model's messages, folded from events.
 
@@ -59,9 +82,10 @@ class History:
         # Tool calls requested but not yet answered, in request order.
         self.open_calls: dict[str, str] = {}
         self.checkpoints = 0  # compactions applied
-        # A tool result longer than this is cut for the model (None: never), so one
-        # huge output cannot fill the window; set from the model's window.
-        self.max_tool_chars: int | None = None
+        # A tool result longer than this, in UTF-8 bytes, is cut for the model (None:
+        # never), so one huge output cannot fill the window; set from the model's
+        # window. Bytes, not characters: a CJK character costs a token or more.
+        self.max_tool_bytes: int | None = None
         self._cuts: dict[int, tuple[dict[str, Any], dict[str, Any], int]] = {}
         self.newly_cut: list[tuple[int, int]] = []  # (length, cap) of results cut since read
         # Commands the user ran with ``!``, waiting for their output.
@@ -142,16 +166,16 @@ class History:
         self._prune_cuts()
 
     def for_model(self) -> list[dict[str, Any]]:
-        """The messages as sent: tool results over :attr:`max_tool_chars` cut, with a
+        """The messages as sent: tool results over :attr:`max_tool_bytes` cut, with a
         note (the log keeps them whole). Unchanged messages are the same objects, so
         per-message token counts stay cached."""
-        cap = self.max_tool_chars
+        cap = self.max_tool_bytes
         if cap is None:
             return self.messages
         out = []
         for message in self.messages:
             content = message.get("content")
-            if message.get("role") == "tool" and isinstance(content, str) and len(content) > cap:
+            if message.get("role") == "tool" and isinstance(content, str) and _over(content, cap):
                 message = self._cut_copy(message, content, cap)
             out.append(message)
         return out
@@ -165,13 +189,14 @@ class History:
         if cached is not None and cached[0] is message and cached[2] == cap:
             return cached[1]
         cut = dict(message)
+        encoded = content.encode("utf-8", "surrogatepass")
+        kept = encoded[:cap].decode("utf-8", "ignore")  # never half a character
         cut["content"] = (
-            content[:cap]
-            + f"\n[output cut: {len(content) - cap:,} more characters left out to fit the "
-            "context window; narrow the command, or read a part of the file]"
+            kept + f"\n[output cut: {len(content) - len(kept):,} more characters left out to fit "
+            "the context window; narrow the command, or read a part of the file]"
         )
         self._cuts[id(message)] = (message, cut, cap)
-        self.newly_cut.append((len(content), cap))
+        self.newly_cut.append((len(encoded), cap))
         return cut
 
     def summary_count(self) -> int:

@@ -44,9 +44,12 @@ from agent.events import (
     AssistantTurnRetryData,
     AssistantTurnStartData,
     AssistantUsageData,
+    CompactionTokensUsed,
     Event,
     EventData,
     Mode,
+    SessionCompactionCompleteData,
+    SessionCompactionStartData,
     SessionContextClearedData,
     SessionErrorData,
     SessionIdleData,
@@ -75,6 +78,7 @@ from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
 from agent.plan_mode import PlanMode, plan_registry
 from agent.prompt import build_system_prompt, git_branch
+from agent.replay import EventIndex
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
 from agent.session_lock import SessionLock
@@ -178,6 +182,7 @@ class Session:
         self.secrets = SecretMasker.from_env(os.environ, self.env_filter)
         # The model's context window: measured before each call, compacted when full.
         self._window_override: int | None = None
+        self._max_output_override: int | None = None
         self.context = ContextKeeper(self, TokenMeter(self._context_limits, self._token_counter))
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
@@ -375,6 +380,7 @@ class Session:
             None,
         )
         session._close_dangling(stopped)
+        session._close_dangling_compaction(plan.index, stopped)
         session.emit(
             SessionResumeData(
                 event_count=len(plan.index),
@@ -457,6 +463,33 @@ class Session:
                 self._lock = None
             raise error
 
+    def _close_dangling_compaction(self, index: EventIndex, stopped: str | None) -> None:
+        """A crash can leave a summary unfinished (a ``session.compaction_start`` with
+        no complete after it): record it as failed, as closing the session would have."""
+        types = index.types
+        for i in range(len(types) - 1, -1, -1):
+            if types[i] == "session.compaction_complete":
+                return
+            if types[i] == "session.compaction_start":
+                break
+        else:
+            return
+        found = index.read_slots(i, i + 1)
+        start = found[0].data if found and found[0] is not None else None
+        if not isinstance(start, SessionCompactionStartData):
+            return
+        self.emit(
+            SessionCompactionCompleteData(
+                success=False,
+                error="interrupted: the session stopped before the summary was made",
+                pre_compaction_tokens=start.current_tokens,
+                token_limit=start.token_limit,
+                trigger=start.trigger,
+                compaction_attempt_id=start.compaction_attempt_id,
+            ),
+            at=stopped,
+        )
+
     def _close_dangling(self, stopped: str | None = None) -> None:
         """A crash can leave tool calls and a turn open: close them as interrupted,
         at ``stopped`` (the time of the log's last event) when known."""
@@ -501,7 +534,9 @@ class Session:
             self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
         else:
             self._deliver([event])
-        if isinstance(data, AssistantUsageData):
+        if isinstance(data, AssistantUsageData) or (
+            isinstance(data, SessionCompactionCompleteData) and data.compaction_tokens_used
+        ):
             # Usage is ephemeral: what replay, export and resume read is this record.
             self.emit(self.usage.checkpoint())
         return event
@@ -558,6 +593,18 @@ class Session:
                 self._tool_calls += count
             case AssistantUsageData() as usage:
                 self.usage.add(usage)
+            case SessionCompactionCompleteData(
+                compaction_tokens_used=CompactionTokensUsed() as used
+            ):
+                # The summary call is billed like any other.
+                self.usage.add(
+                    AssistantUsageData(
+                        model=used.model or self.model.name,
+                        input_tokens=used.input_tokens,
+                        output_tokens=used.output_tokens,
+                        cost=used.cost,
+                    )
+                )
             case SessionUsageCheckpointData() as checkpoint:
                 self.usage.restore(checkpoint)
             case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):
@@ -644,19 +691,24 @@ class Session:
     # --- the context window ------------------------------------------------------
 
     def configure_context(
-        self, *, window: int | None = None, settings: CompactionSettings | None = None
+        self,
+        *,
+        window: int | None = None,
+        settings: CompactionSettings | None = None,
+        max_output: int | None = None,
     ) -> None:
-        """Override the model's context window (config, flag, SDK) and the compaction
-        thresholds (the SDK's ``infinite_sessions``)."""
+        """Override the model's context window and output limit (config, flag, SDK)
+        and the compaction thresholds (the SDK's ``infinite_sessions``)."""
         if window is not None:
             self._window_override = window
+            self._max_output_override = max_output
             self.context.meter = TokenMeter(self._context_limits, self._token_counter)
         if settings is not None:
             self.context.settings = settings
 
     def _context_limits(self) -> ContextLimits:
         if self._window_override is not None:
-            return ContextLimits(self._window_override, None, "config")
+            return ContextLimits(self._window_override, self._max_output_override, "config")
         scripted = getattr(self.model, "context_window", None)
         if isinstance(scripted, int) and scripted > 0:
             return ContextLimits(scripted, None, "script")
@@ -768,6 +820,9 @@ class Session:
             previous = self.model.name
             self.model = model
             self._prompts.clear()
+            # Its window, output limit and tokenizer, and no correction learnt from
+            # another provider's counts.
+            self.context.meter = TokenMeter(self._context_limits, self._token_counter)
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
     def add_dir(self, folder: Path) -> None:
@@ -781,7 +836,9 @@ class Session:
 
     def clear_context(self) -> None:
         """Start the model's conversation afresh (``/clear``); the log keeps it all."""
+        self.context.abandon()
         self.emit(SessionContextClearedData(messages_cleared=len(self.history.messages)))
+        self.context.refresh()
 
     def rename(self, title: str) -> None:
         self.title = title
@@ -858,6 +915,8 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
         try:
+            # A summary still being made ends now, recorded as failed, before the log closes.
+            await self.context.close()
             if self._writer is not None:
                 await self._writer.close()
                 self._writer = None

@@ -25,6 +25,7 @@ from agent.events import (
     UserMessageData,
     event_from_json,
 )
+from agent.history import adds_message
 from agent.replay import EventIndex
 
 TAIL_TURNS = 20  # turns the timeline is given on resume (a few screens); earlier ones on demand
@@ -135,13 +136,17 @@ def _compaction_start(index: EventIndex, complete_at: int, attempt: str | None) 
 
 
 def _kept_before(index: EventIndex, start: int, kept: int) -> int:
-    """Back from ``start`` over ``kept`` message-bearing events: the messages a
-    compaction left in place (an assistant message whose tool calls were open)."""
+    """Back from ``start`` over the events that added the ``kept`` messages a
+    compaction left in place (the newest exchange, or an assistant message whose
+    tool calls were open). Only those that add a message count: an empty reply or
+    a sub-agent's message adds none."""
     position = start
     while kept > 0 and position > 0:
         position -= 1
         if index.types[position] in _MESSAGE_TYPES:
-            kept -= 1
+            found = index.read_slots(position, position + 1)
+            if found and found[0] is not None and adds_message(found[0]):
+                kept -= 1
     return position
 
 

@@ -29,10 +29,10 @@ from agent.events import (
     UserMessageData,
 )
 from agent.history import SUMMARY_PREFIX, History
-from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem
+from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem, Usage
 from agent.models.scripted import Script, ScriptedModel
 from agent.session import Session
-from agent.store import SessionStore
+from agent.store import SessionStore, read_events
 from tests.scripting import FakeCountingModel, new_session, scripted
 
 WINDOW = 8_000  # tokens: the system prompt and tools take ~2,500; a dozen reads fill the rest
@@ -409,3 +409,301 @@ def test_the_scripted_model_fails_a_summary_when_told() -> None:
 
     with pytest.raises(ProviderError):
         asyncio.run(run())
+
+
+# --- hardening ----------------------------------------------------------------------
+
+
+async def test_abort_while_waiting_for_a_blocking_summary_ends_the_turn(tmp_path: Path) -> None:
+    # Over the blocking threshold the call waits for the summary; Esc then must end the
+    # turn (no model call made after it), and the summary may still finish later.
+    big = "y" * 30_000
+    script = Script.model_validate({"turns": [{"text": big}, {"text": "never sent"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("write a long text")
+    session.configure_context(window=WINDOW)
+    started = asyncio.Event()
+    session.subscribe(lambda e: started.set() if e.type == "session.compaction_start" else None)
+    running = asyncio.create_task(session.send_and_wait("NEW PROMPT"))
+    await started.wait()
+    session.abort()
+    outcome = await asyncio.wait_for(running, 30)
+    assert outcome.aborted
+    assert [i for i in model.call_indexes if i != COMPACTION_CALL] == [0]  # none after
+    assert seen.types()[-1] == "session.idle"
+    model.release.set()
+    await session.close()
+
+
+def test_the_estimate_counts_non_ascii_text_by_its_bytes() -> None:
+    # A tokenizer spends about a token on each CJK character; four characters a token
+    # would let such a history overflow the window fourfold.
+    assert estimate_tokens("abcd" * 100) == 100
+    assert estimate_tokens("这是中文" * 100) >= 300
+    assert estimate_tokens("Größe") == 2  # seven bytes
+
+
+async def test_the_summary_request_fits_the_window_in_any_script(tmp_path: Path) -> None:
+    # A history written for a larger window (another model, or a window set later),
+    # in a script whose characters cost more than a quarter token each.
+    big = "这是一个测试用的中文句子。" * 800  # ~7,800 tokens
+    model = scripted([{"text": big}, {"text": "好"}])
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("写一篇长文。")
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("继续")
+    summaries = [
+        m
+        for m, i in zip(model.seen_messages, model.call_indexes, strict=True)
+        if i == COMPACTION_CALL
+    ]
+    assert summaries
+    for messages in summaries:
+        # Its input within its share of the window, leaving room for the summary itself.
+        assert request_tokens(messages) <= WINDOW * 0.65
+    assert [e.data.success for e in seen.of("session.compaction_complete")] == [True]
+    await session.close()
+
+
+class FakeBilledSummaryModel(FakeCountingModel):
+    """Its summary call reports what it cost, as a provider does."""
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, call_index: int
+    ) -> AsyncIterator[StreamItem]:
+        if call_index == COMPACTION_CALL:
+            yield ModelReply(
+                text="<overview>the task</overview>",
+                usage=Usage(input_tokens=5_000, output_tokens=300, cost=0.25),
+            )
+            return
+        async for item in super().stream(messages, tools, call_index=call_index):
+            yield item
+
+
+async def test_the_summary_calls_tokens_count_in_the_sessions_usage(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "a"}, {"text": "b"}]})
+    model = FakeBilledSummaryModel(ScriptedModel(script, "billed"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("q")
+    before = session.usage.totals()
+    done = await session.context.compact_now()
+    assert done is not None and done.success and done.compaction_tokens_used is not None
+    assert done.compaction_tokens_used.input_tokens == 5_000
+    assert done.compaction_tokens_used.output_tokens == 300
+    after = session.usage.totals()
+    assert after.input_tokens - before.input_tokens == 5_000
+    assert after.output_tokens - before.output_tokens == 300
+    assert after.cost - before.cost == pytest.approx(0.25)
+    await session.close()
+    # Replay, export and resume read the usage checkpoints: the summary's cost is there.
+    again = scripted([{"text": "-"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    assert resumed.usage.totals() == after
+    await resumed.close()
+
+
+async def test_clear_while_a_summary_is_made_keeps_the_history_empty(tmp_path: Path) -> None:
+    # A background summary still running when the turn ends; /clear must win over it,
+    # live and on resume alike.
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "first"}, {"text": "after clear"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("OLD TASK")
+    assert session.context.start("manual")
+    session.clear_context()
+    model.release.set()
+    await session.context.compact_now()  # waits for the one running, if any
+    await session.send_and_wait("NEW TASK")
+    sent = [m.get("content") for m in model.seen_messages[-1][1:]]
+    assert sent == ["NEW TASK"]
+    await session.close()
+    again = scripted([{"text": "-"}, {"text": "-"}, {"text": "-"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    assert [m.get("content") for m in resumed.history.messages] == ["NEW TASK", "after clear"]
+    await resumed.close()
+
+
+async def test_the_context_use_is_reported_again_when_the_history_shrinks(tmp_path: Path) -> None:
+    # The status bar's ``ctx`` follows session.usage_info: after /clear or a summary it
+    # must not keep showing the full window until the next prompt.
+    model = scripted([{"text": "x" * 16_000}, {"text": "y" * 4_000}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW * 2)
+    await session.send_and_wait("write a lot")
+    await session.send_and_wait("and a bit more")
+    full = seen.of("session.usage_info")[-1].data.current_tokens
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    after = seen.of("session.usage_info")[-1].data
+    assert after.current_tokens == session.context.measure().total < full
+    session.clear_context()
+    cleared = seen.of("session.usage_info")[-1].data
+    assert cleared.messages_length == 0
+    assert cleared.current_tokens == session.context.measure().total < after.current_tokens
+    await session.close()
+
+
+async def test_a_cut_tool_result_takes_a_quarter_of_the_window_in_any_script(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("这是一个测试用的中文句子。\n" * 2_000)
+    model = scripted([tool_turn(0), {"text": "ok"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("read it")
+    # The model reads the (cut) result itself, not a summary made because it was too big.
+    assert COMPACTION_CALL not in model.call_indexes
+    sent = model.seen_messages[-1][-1]
+    assert sent["role"] == "tool" and "output cut" in sent["content"]
+    assert estimate_tokens(sent["content"]) <= WINDOW // 4 + 50  # and the note
+    await session.close()
+
+
+async def test_closing_during_a_summary_records_it_as_failed(tmp_path: Path) -> None:
+    # Quitting while a background summary runs: the log must say how it ended, and
+    # nothing may be written after the log is closed.
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "first"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("OLD TASK")
+    assert session.context.start("threshold")
+    await session.close()
+    assert not session.context.compacting
+    model.release.set()
+    await asyncio.sleep(0)
+    types = [e.type for e in read_events(store.events_path(session.id)).events]
+    assert types.count("session.compaction_start") == 1
+    ended = [
+        e.data
+        for e in read_events(store.events_path(session.id)).events
+        if e.type == "session.compaction_complete"
+    ]
+    assert len(ended) == 1 and not ended[0].success
+
+
+async def test_a_summary_cut_by_a_crash_is_closed_on_resume(tmp_path: Path) -> None:
+    # A log that ends between compaction_start and its complete (the process died):
+    # resume records the attempt as failed, so nothing shows it running forever.
+    store = SessionStore(tmp_path / "home")
+    script = Script.model_validate({"turns": [{"text": "first"}]})
+    model = FakeSlowSummaryModel(ScriptedModel(script, "slow"))
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("OLD TASK")
+    assert session.context.start("threshold")
+    await session.close()
+    path = store.events_path(session.id)
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    path.write_text("".join(x for x in lines if "session.compaction_complete" not in x), "utf-8")
+    started = [e for e in read_events(path).events if e.type == "session.compaction_start"]
+    again = scripted([{"text": "-"}, {"text": "second"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    repaired = [e.data for e in resumed.backlog[resumed.restored :]]
+    ended = [d for d in repaired if isinstance(d, SessionCompactionCompleteData)]
+    assert len(ended) == 1 and not ended[0].success
+    assert ended[0].compaction_attempt_id == started[0].data.compaction_attempt_id
+    assert [m["content"] for m in resumed.history.messages] == ["OLD TASK", "first"]
+    await resumed.close()
+
+
+async def test_with_compaction_off_the_oldest_turns_are_dropped(tmp_path: Path) -> None:
+    # infinite_sessions.enabled = false turns summaries off, not the window's limit:
+    # the requests must still fit (by dropping the oldest turns), never overflow.
+    notes(tmp_path / "ws", 2_400)
+    turns = [tool_turn(i) for i in range(20)] + [{"text": "finished"}]
+    model = scripted(turns)
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished"
+    assert COMPACTION_CALL not in model.call_indexes
+    assert not seen.of("session.compaction_start")
+    tool_tokens = estimate_tokens(json.dumps(session.tool_schemas(), sort_keys=True))
+    for messages in model.seen_messages:
+        assert request_tokens(messages, tool_tokens) <= WINDOW
+    dropped = [e.data for e in seen.of("session.truncation")]
+    assert dropped and all(d.performed_by == History.DROP_OLDEST for d in dropped)
+    await session.close()
+
+
+def test_the_reply_keeps_its_room_in_the_window() -> None:
+    # Providers that add max_tokens (litellm sends the model's output limit) to the
+    # prompt refuse a request past the window: the prompt may fill only the rest.
+    assert ContextLimits(200_000, 64_000).prompt_budget == 136_000
+    assert ContextLimits(8_192, 8_192).prompt_budget == 8_192 - 8_192 // 3  # at most a third
+    assert ContextLimits(8_000, None).prompt_budget == 8_000
+    meter = TokenMeter(ContextLimits(10_000, 2_000), lambda: estimate_tokens)
+    usage = meter.measure("s" * 4_000, [], [{"role": "user", "content": "x" * 28_000}])
+    assert usage.window == 8_000 and usage.fraction == pytest.approx(usage.total / 8_000)
+
+
+async def test_no_request_and_its_reply_exceed_the_window(tmp_path: Path) -> None:
+    notes(tmp_path / "ws", 2_400)
+    turns = [tool_turn(i) for i in range(25)] + [{"text": "All done."}]
+    model = scripted(turns)
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, max_output=1_500)
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "All done."
+    tool_tokens = estimate_tokens(json.dumps(session.tool_schemas(), sort_keys=True))
+    for messages, index in zip(model.seen_messages, model.call_indexes, strict=True):
+        if index != COMPACTION_CALL:
+            assert request_tokens(messages, tool_tokens) + 1_500 <= WINDOW
+    assert seen.of("session.compaction_complete")
+    await session.close()
+
+
+async def test_the_window_follows_a_model_switch(tmp_path: Path) -> None:
+    # /model from a large window to a small one: the next request must fit the new one.
+    big = "y" * 30_000  # ~7,500 tokens
+    first = ScriptedModel(Script.model_validate({"turns": [{"text": big}]}), "large")
+    session, seen = await new_session(first, tmp_path)
+    await session.send_and_wait("write a long text")
+    assert seen.of("session.usage_info")[-1].data.token_limit == 128_000
+    script = {"turns": [{"text": "-"}, {"text": "ok"}], "context_window": WINDOW}
+    session.set_model(ScriptedModel(Script.model_validate(script), "small"))
+    await session.send_and_wait("NEW PROMPT")
+    info = seen.of("session.usage_info")[-1].data
+    assert info.token_limit == WINDOW and info.current_tokens <= WINDOW
+    assert [e.data.success for e in seen.of("session.compaction_complete")] == [True]
+    await session.close()
+
+
+async def test_checkpoint_numbers_go_on_across_resume(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    model = scripted([{"text": "one"}, {"text": "two"}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("first")
+    await session.send_and_wait("second")
+    done = await session.context.compact_now()
+    assert done is not None and done.checkpoint_number == 1
+    await session.close()
+    again = scripted([{"text": "-"}, {"text": "-"}, {"text": "three"}, {"text": "four"}])
+    resumed = await Session.resume(store=store, session_id=session.id, model=again)
+    await resumed.send_and_wait("third")
+    await resumed.send_and_wait("fourth")
+    done = await resumed.context.compact_now()
+    assert done is not None and done.success and done.checkpoint_number == 2
+    await resumed.close()
+
+
+async def test_the_compactions_token_counts_follow_the_providers_scale(tmp_path: Path) -> None:
+    # After a provider said its counts differ from ours, every number is in its scale:
+    # the compaction's before/after must agree with the usage reported after it.
+    model = scripted([{"text": "x" * 8_000}, {"text": "y" * 400}])
+    session, _ = await new_session(model, tmp_path)
+    await session.send_and_wait("write")
+    await session.send_and_wait("more")
+    session.context.meter.ratio = 1.5
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    now = session.context.measure()
+    assert done.post_compaction_tokens == pytest.approx(now.total, abs=2)
+    assert done.pre_compaction_tokens - done.tokens_removed == pytest.approx(now.total, abs=2)
+    await session.close()

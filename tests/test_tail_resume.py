@@ -224,3 +224,24 @@ async def test_resuming_a_folder_without_a_log_creates_none(tmp_path: Path) -> N
     with pytest.raises(FileNotFoundError):
         await Session.resume(store=store, session_id=sid, model=scripted([]))
     assert not store.events_path(sid).exists()
+
+
+async def test_a_resumed_history_keeps_what_the_summary_left_after_an_empty_reply(
+    tmp_path: Path,
+) -> None:
+    # A model may end a turn with an empty reply (no text, no tools): the history
+    # leaves it out, so resume must not count it among the messages kept whole.
+    store = SessionStore(tmp_path / "home")
+    notes(tmp_path / "ws", 200)
+    model = scripted([{"text": "one"}, tool_turn(0), {"text": ""}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("first")
+    await session.send_and_wait("LAST PROMPT")
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    live = [m.get("content") for m in session.history.messages]
+    assert "LAST PROMPT" in live
+    await session.close()
+    resumed = await Session.resume(store=store, session_id=session.id, model=scripted([]))
+    assert [m.get("content") for m in resumed.history.messages] == live
+    await resumed.close()
