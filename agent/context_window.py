@@ -47,9 +47,23 @@ class ContextLimits:
         providers (Anthropic) refuse a prompt whose size plus ``max_tokens`` passes
         the window, and litellm asks for the model's whole output limit; that room
         is kept, up to :data:`MAX_REPLY_SHARE` of the window."""
+        return self.window - self.reply_room
+
+    @property
+    def reply_room(self) -> int:
+        """Tokens kept in the window for the reply: its output limit, up to
+        :data:`MAX_REPLY_SHARE` of the window (none when the limit is unknown)."""
         if not self.max_output:
-            return self.window
-        return self.window - min(self.max_output, int(self.window * MAX_REPLY_SHARE))
+            return 0
+        return min(self.max_output, int(self.window * MAX_REPLY_SHARE))
+
+    @property
+    def reply_cap(self) -> int | None:
+        """``max_tokens`` to ask for when the output limit passes the room kept for
+        it, so a full prompt and its reply still fit (None: the model's own limit fits)."""
+        if self.max_output and self.max_output > self.reply_room:
+            return self.reply_room
+        return None
 
 
 def limits_for(
@@ -64,6 +78,20 @@ def limits_for(
     if found is None:
         return ContextLimits(ASSUMED_WINDOW, output, "assumed")
     return ContextLimits(found, output, "model map")
+
+
+def reply_cap_from_map(model: str) -> int | None:
+    """:attr:`ContextLimits.reply_cap` from litellm's bundled map alone: never asks a
+    server (litellm's lookup does, for a local provider such as Ollama)."""
+    import litellm
+
+    table = litellm.model_cost
+    info = table.get(model) or table.get(model.split("/", 1)[-1])
+    if not isinstance(info, dict):
+        return None
+    window = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
+    output = _positive(info.get("max_output_tokens"))
+    return ContextLimits(window, output).reply_cap if window else None
 
 
 def _model_info(model: str) -> dict[str, Any]:

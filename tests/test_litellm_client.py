@@ -414,3 +414,18 @@ def test_importing_the_client_does_not_import_litellm() -> None:
         "assert 'litellm' not in sys.modules, 'litellm imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+def test_a_long_output_limit_is_capped_so_a_full_prompt_and_its_reply_fit() -> None:
+    # gpt-5-mini: 272k in, 128k out in litellm's map. The prompt may fill the window
+    # less a third; litellm would otherwise ask for all 128k, passing the window.
+    import_litellm()
+    long_output = LiteLLMModel("openai/gpt-5-mini")._request([], [])
+    assert long_output["max_tokens"] == 272_000 // 3
+    # gpt-4o's 16k fit in the room kept for them: nothing is added.
+    assert "max_tokens" not in LiteLLMModel("gpt-4o")._request([], [])
+    # The user's own setting wins, and a local server's model is not the map's.
+    mine = LiteLLMModel("openai/gpt-5-mini", extra={"max_tokens": 500})._request([], [])
+    assert mine["max_tokens"] == 500
+    local = LiteLLMModel("openai/gpt-5-mini", api_base="http://127.0.0.1:9")._request([], [])
+    assert "max_tokens" not in local

@@ -74,6 +74,8 @@ class LiteLLMModel:
         # (assistant.turn_retry) with its own backoff.
         self._extra = {"max_retries": 0, **(extra or {})}
         self._retry_policy = retry_policy or RetryPolicy()
+        self._cap: int | None = None  # max_tokens to send, once looked up
+        self._cap_known = False
 
     @property
     def name(self) -> str:
@@ -165,11 +167,26 @@ class LiteLLMModel:
         # for providers whose client takes no httpx.Timeout.
         timeout = httpx.Timeout(self._idle_timeout, connect=self._connect_timeout)
         kwargs.setdefault("timeout", timeout)
+        cap = self._reply_cap()
+        if cap is not None and "max_completion_tokens" not in kwargs:
+            # litellm asks some providers for the model's whole output limit; a prompt
+            # filling its budget plus that would pass the window and be refused.
+            kwargs.setdefault("max_tokens", cap)
         if self._api_base is not None:
             kwargs["api_base"] = self._api_base
             if self._needs_placeholder_key():
                 kwargs["api_key"] = PLACEHOLDER_API_KEY
         return kwargs
+
+    def _reply_cap(self) -> int | None:
+        if self._api_base is not None:
+            return None  # a server of one's own: the map's limits are not its model's
+        if not self._cap_known:
+            from agent.context_window import reply_cap_from_map
+
+            self._cap = reply_cap_from_map(self._model)
+            self._cap_known = True
+        return self._cap
 
     def _needs_placeholder_key(self) -> bool:
         """A local server with no key in sight: only then, never over a real key."""
