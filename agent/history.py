@@ -21,6 +21,12 @@ from agent.events import (
 )
 from agent.shell_escape import shell_context
 
+# Opens the history when its oldest turns were dropped without a summary.
+DROPPED_NOTE = (
+    "[The start of this conversation was dropped to fit the model's context window; "
+    "continue the work from what follows.]"
+)
+
 # Opens the message that stands in for compacted history (see agent/compaction.py).
 SUMMARY_PREFIX = (
     "<checkpoint_summary>The conversation so far was compacted. This summary replaces "
@@ -150,6 +156,10 @@ class History:
                 start = self.summary_count()
                 count = self.clean_cut(start, d.messages_removed_during_truncation)
                 del self.messages[start : start + count]
+                if start == 0 and self.messages and self.messages[0].get("role") != "user":
+                    # Providers want the user to speak first; the task went with the
+                    # dropped turns, so say so rather than open with the model.
+                    self.messages.insert(0, {"role": "user", "content": DROPPED_NOTE})
                 self._prune_cuts()
             case _:
                 pass
