@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import sys
 import threading
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.tools import beneath
+from agent.tools import beneath, grep
 from agent.tools.base import ToolContext
 from agent.tools.create import CreateTool
 from agent.tools.edit import EditTool
@@ -147,40 +146,26 @@ async def test_swapped_directory_never_leads_outside(tmp_path: Path, backend: st
     assert sum(tally.failed.values()) > 0, "no call ever met a swapped directory"
 
 
+@pytest.mark.parametrize("one_pass_bytes", [grep.ONE_PASS_BYTES, 0], ids=["listed", "counted"])
 async def test_ripgrep_lines_not_in_the_file_beneath_the_workspace_are_dropped(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_pass_bytes: int
 ) -> None:
     # ripgrep opens by name: if it was shown an outside file through a swapped
-    # directory, what it reports is not what the workspace file holds.
+    # directory, what it reports is not what the workspace file holds. Both ways
+    # of asking it: one listing, or (past the limit) counts then the shown lines.
+    monkeypatch.setattr(grep, "ONE_PASS_BYTES", one_pass_bytes)
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
     (ws / "sub" / "f.txt").write_text("inside\nneedle here\n")
+    listing = (
+        f"sub/f.txt\x001:needle {SECRET}\n2:needle here\n\n"
+        f"sub/only-outside.txt\x001:needle {SECRET}\n"
+    ).encode()
+    counts = b"sub/f.txt\x002\nsub/only-outside.txt\x001\n"
     script = tmp_path / "fake-rg"
-    lines = [
-        {"path": "sub/f.txt", "line": 2, "text": "needle here\n"},
-        {"path": "sub/f.txt", "line": 1, "text": f"needle {SECRET}\n"},
-        {"path": "sub/only-outside.txt", "line": 1, "text": f"needle {SECRET}\n"},
-    ]
-    events = "\n".join(
-        json.dumps(
-            {
-                "type": "match",
-                "data": {
-                    "path": {"text": m["path"]},
-                    "lines": {"text": m["text"]},
-                    "line_number": m["line"],
-                    "submatches": [],
-                },
-            }
-        )
-        for m in lines
-    )
-    # Both of grep's runs: the count per file, then the lines of the files shown.
-    counts = "sub/f.txt\\0002\\nsub/only-outside.txt\\0001\\n"
     script.write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" --count "*) printf "{counts}"; exit 0;; esac\n'
-        f"cat <<'EOF'\n{events}\nEOF\n"
+        f"#!{sys.executable}\nimport sys\n"
+        f"sys.stdout.buffer.write({counts!r} if '--count' in sys.argv else {listing!r})\n"
     )
     script.chmod(0o755)
     registry = ToolRegistry([GrepTool(rg_path=str(script))])
