@@ -399,9 +399,9 @@ async def test_grep_ripgrep_lists_lines_in_one_run(
 async def test_grep_ripgrep_counts_when_the_listing_grows_long(
     ctx: ToolContext, listed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Past the limit the listing is stopped; every file's count, then the lines of
-    # only the first files in path order.
-    monkeypatch.setattr(grep, "ONE_PASS_BYTES", 10)
+    # A file listing more than the limit (here every file but b.py) stops the listing;
+    # then every file's count, and the lines of only the first files in path order.
+    monkeypatch.setattr(grep, "FILE_LISTING_BYTES", 20)
     script = fake_rg(tmp_path, FAKE_RG)
     tool = GrepTool(rg_path=str(script))
     result = await tool.run(tool.Args(pattern="-x", glob="*.py", ignore_case=True), ctx)
@@ -422,6 +422,49 @@ async def test_grep_ripgrep_counts_when_the_listing_grows_long(
     assert lines_argv[lines_argv.index("--max-count") + 1] == str(MAX_MATCHES)
     assert "--glob" not in lines_argv
     assert lines_argv[-6:] == ["--regexp", "-x", "--", "./a.py", "./b.py", "c.py"]
+
+
+def _listing(files: dict[str, list[str]]) -> bytes:
+    blocks = [
+        path.encode() + b"\0" + b"".join(line.encode() + b"\n" for line in lines)
+        for path, lines in files.items()
+    ]
+    return b"\n".join(blocks)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 64, 1 << 20])
+def test_grep_listing_read_in_pieces(piece: int) -> None:
+    # More files than are shown, listed out of path order; one file with more lines
+    # than are shown; a binary file's notice; CRLF lines. However the output is cut
+    # into pieces, the same lines are counted and the same first ones kept.
+    files = {f"./f{n:03d}.txt": [f"{n % 7 + 1}:hit {n}\r"] for n in range(300, 0, -1)}
+    files["./bin.dat"] = ["1:hit", "./bin.dat:WARNING: stopped searching binary file"]
+    files["./a/long.txt"] = [f"{n}:hit" for n in range(1, MAX_MATCHES + 51)]
+    output = _listing(files)
+    listing = grep.Listing()
+    for start in range(0, len(output), piece):
+        assert listing.feed(output[start : start + piece])
+    listing.finish()
+    assert listing.total == 300 + MAX_MATCHES + 50
+    shown = grep.first_matches(listing.first)
+    assert len(shown) == MAX_MATCHES
+    assert shown[0] == grep.Match("a/long.txt", 1, "hit")
+    assert shown[-1] == grep.Match("a/long.txt", MAX_MATCHES, "hit")
+    # Cut to what can be shown: the long file's block, and the files after it.
+    assert len(listing.first) == MAX_MATCHES
+    assert listing.first[0].count(b"\n") == MAX_MATCHES - 1
+    assert [block.partition(b"\0")[0] for block in listing.first[1:3]] == [
+        b"./f001.txt",
+        b"./f002.txt",
+    ]
+
+
+def test_grep_listing_stops_at_one_file_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep, "FILE_LISTING_BYTES", 100)
+    listing = grep.Listing()
+    assert listing.feed(_listing({"./small.txt": ["1:hit"] * 10}) + b"\n")
+    assert listing.feed(b"./big.txt\0" + b"1:hit\n" * 10)
+    assert not listing.feed(b"1:hit\n" * 10)
 
 
 async def test_grep_ripgrep_error_is_a_failure(ctx: ToolContext, tmp_path: Path) -> None:

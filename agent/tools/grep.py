@@ -267,8 +267,8 @@ def _same_lines(found: list[Match], data: bytes) -> list[Match]:
 
 # --- ripgrep -------------------------------------------------------------------
 
-# Past this much output, listing every line costs more than counting them.
-ONE_PASS_BYTES = 2 << 20
+# Past this much listed for one file, its lines are counted instead of held.
+FILE_LISTING_BYTES = 2 << 20
 _LISTING = ["--line-number", "--with-filename", "--heading", "--null", "--color", "never"]
 _MATCH_LINE = re.compile(rb"[0-9]+:")
 
@@ -303,11 +303,15 @@ def _rg_common(args: GrepArgs) -> list[str]:
 
 
 async def _run_rg(
-    cmd: Sequence[str | bytes], args: GrepArgs, ctx: ToolContext, limit: int | None = None
+    cmd: Sequence[str | bytes],
+    args: GrepArgs,
+    ctx: ToolContext,
+    consume: Callable[[bytes], bool] | None = None,
 ) -> bytes | None:
-    """ripgrep's output; None if it passed ``limit`` bytes (ripgrep is stopped there)."""
-    result = await run_piped(cmd, ctx.cwd, limit)
-    if result.stdout is None:
+    """ripgrep's output (given to ``consume`` if there is one); None if ``consume``
+    stopped it."""
+    result = await run_piped(cmd, ctx.cwd, consume)
+    if result.stopped:
         return None
     # 0: matches, 1: none, 2: an error; --no-messages leaves only fatal ones such
     # as a bad regex, not unreadable files.
@@ -322,15 +326,17 @@ async def _run_rg(
 async def _search_rg(
     rg: str, args: GrepArgs, root_arg: str, root_is_file: bool, ctx: ToolContext
 ) -> RgFound:
-    """One ripgrep run lists every matching line, when they are few enough to read
-    (one process: the fixed cost is paid once). Past :data:`ONE_PASS_BYTES` it is
-    stopped, and two cheaper runs take over: one counts the matching lines of every
-    file (nothing but a count per file crosses the pipe), the other lists the lines
-    of only the first files in path order, enough to fill what is shown."""
-    listing = await _run_rg(rg_command(rg, args, root_arg, root_is_file), args, ctx, ONE_PASS_BYTES)
-    if listing is not None:
-        files, total = parse_rg_listing(listing)
-        return RgFound(first_matches(files), total)
+    """One ripgrep run lists every matching line, read as it comes (:class:`Listing`):
+    one walk of the tree, one process. Only a file listing more than
+    :data:`FILE_LISTING_BYTES` of lines stops it; then two runs take over, one counting
+    the matching lines of every file (nothing but a count per file crosses the pipe),
+    the other listing the lines of only the first files in path order, enough to fill
+    what is shown."""
+    listing = Listing()
+    cmd = rg_command(rg, args, root_arg, root_is_file)
+    if await _run_rg(cmd, args, ctx, listing.feed) is not None:
+        listing.finish()
+        return RgFound(first_matches(listing.first), listing.total)
     counted = await _run_rg(rg_command(rg, args, root_arg, root_is_file, count=True), args, ctx)
     assert counted is not None
     per_file = parse_rg_counts(counted)
@@ -349,8 +355,89 @@ async def _search_rg(
     lines_cmd += [str(MAX_MATCHES), "--regexp", args.pattern, "--", *wanted]
     listed = await _run_rg(lines_cmd, args, ctx)
     assert listed is not None
-    shown = first_matches(parse_rg_listing(listed)[0])
+    shown = first_matches(parse_rg_listing(listed))
     return RgFound(shown, max(total, len(shown)))
+
+
+class Listing:
+    """ripgrep's listing taken in as it comes: how many lines it holds in all, and the
+    blocks of the first files in path order, each cut to the lines that can be shown.
+
+    Besides those it keeps only the block still being written, whose end is not yet
+    read; a block past :data:`FILE_LISTING_BYTES` stops it (one huge file: its lines
+    are cheaper counted by ripgrep than read)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._first: list[tuple[bytes, bytes]] = []  # (path, block), in path order
+        self._tail = b""
+
+    @property
+    def first(self) -> list[bytes]:
+        return [block for _path, block in self._first]
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take the next piece of output; False: stop, one file's block is too long."""
+        data = self._tail + chunk if self._tail else chunk
+        cut = data.rfind(b"\n\n")
+        if cut >= 0:
+            self._add(data, cut)
+            data = data[cut + 2 :]
+        self._tail = data
+        return len(data) <= FILE_LISTING_BYTES
+
+    def finish(self) -> None:
+        tail = self._tail.removesuffix(b"\n")
+        self._add(tail, len(tail))
+        self._tail = b""
+
+    def _add(self, data: bytes, end: int) -> None:
+        found, total = listed_files(data, end)
+        self.total += total
+        if len(self._first) >= MAX_MATCHES:  # only a file before the last kept gets in
+            found = [file for file in found if file[0] < self._first[-1][0]]
+        if found:
+            entering = [(path, _first_lines(data[start:stop])) for path, start, stop in found]
+            self._first = heapq.nsmallest(MAX_MATCHES, [*self._first, *entering])
+
+
+def listed_files(data: bytes, end: int) -> tuple[list[tuple[bytes, int, int]], int]:
+    """The files in ripgrep's ``--heading --null`` listing ``data[:end]``: per file
+    ``path NUL`` then ``N:text`` lines, files apart by an empty line (a listed line is
+    never empty). Returns ``(path, start, stop)`` of each file's block, and how many
+    lines they list in all.
+
+    A file ripgrep found a NUL byte in after some matches ends with a notice that
+    starts with its path: binary, it is left out, as the Python search and ripgrep's
+    count leave it out."""
+    if end == 0:
+        return [], 0
+    # Every block but the last ends in a newline before the empty line between them.
+    total = data.count(b"\n", 0, end) - data.count(b"\n\n", 0, end) + 1
+    found = []
+    start = 0
+    while start < end:
+        stop = data.find(b"\n\n", start, end)
+        if stop < 0:
+            stop = end
+        head = data.find(b"\0", start, stop)
+        last = max(data.rfind(b"\n", start, stop), head) + 1
+        # The cheap test first: only a path that starts with a digit needs the full one.
+        if head < 0 or not (
+            data[last : last + 1].isdigit()
+            and (not data[start : start + 1].isdigit() or _MATCH_LINE.match(data, last))
+        ):
+            total -= data.count(b"\n", start, stop) + 1
+        else:
+            found.append((data[start:head], start, stop))
+        start = stop + 2
+    return found, total
+
+
+def _first_lines(block: bytes) -> bytes:
+    if len(block) < 2 * MAX_MATCHES or block.count(b"\n") < MAX_MATCHES:
+        return block
+    return b"\n".join(block.split(b"\n", MAX_MATCHES)[:MAX_MATCHES])
 
 
 def parse_rg_counts(output: bytes) -> list[tuple[bytes, int]]:
@@ -363,38 +450,17 @@ def parse_rg_counts(output: bytes) -> list[tuple[bytes, int]]:
     return found
 
 
-def parse_rg_listing(output: bytes) -> tuple[list[bytes], int]:
-    """ripgrep's ``--heading --null`` listing: per file ``path NUL`` then ``N:text``
-    lines, files apart by an empty line (a listed line is never empty). Returns each
-    file's block and how many lines are listed in all.
-
-    A file ripgrep found a NUL byte in after some matches ends with a notice that
-    starts with its path: binary, it is left out, as the Python search and ripgrep's
-    count leave it out."""
-    files = []
-    total = 0
-    for block in output.removesuffix(b"\n").split(b"\n\n"):
-        head = block.find(b"\0")
-        if head < 0:
-            continue  # a notice of its own, not a file's lines
-        last = max(block.rfind(b"\n"), head) + 1
-        # The cheap test first: only a path that starts with a digit needs the full one.
-        if not block[last : last + 1].isdigit() or (
-            block[:1].isdigit() and _MATCH_LINE.match(block, last) is None
-        ):
-            continue
-        files.append(block)
-        total += block.count(b"\n", head) + 1
-    return files, total
+def parse_rg_listing(output: bytes) -> list[bytes]:
+    """The blocks of the files in a whole listing, in path order."""
+    output = output.removesuffix(b"\n")
+    found, _total = listed_files(output, len(output))
+    return [output[start:stop] for _path, start, stop in sorted(found)]
 
 
 def first_matches(files: list[bytes]) -> list[Match]:
-    """The first MAX_MATCHES lines of the listed files, in path order.
-
-    A block starts with its path and a NUL, below every other byte, so ordering the
-    blocks orders their paths (bytes order is code point order for UTF-8)."""
+    """The first MAX_MATCHES lines of the listed files, given in path order."""
     shown: list[Match] = []
-    for block in heapq.nsmallest(MAX_MATCHES, files):
+    for block in files:
         raw, _, body = block.partition(b"\0")
         path = os.path.normpath(raw.decode("utf-8", errors="replace"))
         wanted = MAX_MATCHES - len(shown)

@@ -14,7 +14,7 @@ import os
 import selectors
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,14 +26,18 @@ _READ = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    stdout: bytes | None  # None: it passed the limit, and the process was stopped there
+    stdout: bytes  # empty when it was given to a consumer
     stderr: bytes
     returncode: int
+    stopped: bool = False  # the consumer asked to stop, and the process was killed
 
 
-async def run_piped(cmd: Sequence[str | bytes], cwd: Path, limit: int | None = None) -> Output:
-    """Run ``cmd`` to the end and return what it wrote, unless its output passes ``limit``
-    bytes: then it is killed, and ``stdout`` is None. Cancelling kills it too."""
+async def run_piped(
+    cmd: Sequence[str | bytes], cwd: Path, consume: Callable[[bytes], bool] | None = None
+) -> Output:
+    """Run ``cmd`` to the end and return what it wrote. With ``consume``, each piece of
+    its output goes there instead (called in a worker thread), and the process is
+    killed as soon as it returns False. Cancelling kills it too."""
     proc = subprocess.Popen(
         cmd,
         cwd=cwd,
@@ -42,7 +46,7 @@ async def run_piped(cmd: Sequence[str | bytes], cwd: Path, limit: int | None = N
         stderr=subprocess.PIPE,
     )
     try:
-        return await asyncio.to_thread(_collect, proc, limit)
+        return await asyncio.to_thread(_collect, proc, consume)
     finally:
         # Cancelled while the thread reads: once killed, the process's pipes end, and
         # the thread reaps it and returns.
@@ -50,7 +54,7 @@ async def run_piped(cmd: Sequence[str | bytes], cwd: Path, limit: int | None = N
             proc.kill()
 
 
-def _collect(proc: subprocess.Popen[bytes], limit: int | None) -> Output:
+def _collect(proc: subprocess.Popen[bytes], consume: Callable[[bytes], bool] | None) -> Output:
     assert proc.stdout is not None and proc.stderr is not None
     with proc:  # closes the pipes and waits for the process on the way out
         out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -61,15 +65,13 @@ def _collect(proc: subprocess.Popen[bytes], limit: int | None) -> Output:
                 reads = _read_as_written(out_fd, err_fd)
             else:
                 reads = _read_gathered(out_fd, err_fd, exit_fd)
-            size = 0
             for fd, chunk in reads:
-                got[fd].append(chunk)
-                if fd == out_fd:
-                    size += len(chunk)
-                    if limit is not None and size > limit:
-                        proc.kill()
-                        proc.wait()
-                        return Output(None, b"".join(got[err_fd]), proc.returncode)
+                if fd != out_fd or consume is None:
+                    got[fd].append(chunk)
+                elif not consume(chunk):
+                    proc.kill()
+                    proc.wait()
+                    return Output(b"", b"".join(got[err_fd]), proc.returncode, stopped=True)
         finally:
             if exit_fd is not None:
                 os.close(exit_fd)
