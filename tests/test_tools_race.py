@@ -146,16 +146,14 @@ async def test_swapped_directory_never_leads_outside(tmp_path: Path, backend: st
     assert sum(tally.failed.values()) > 0, "no call ever met a swapped directory"
 
 
-@pytest.mark.parametrize(
-    "file_listing_bytes", [grep.FILE_LISTING_BYTES, 0], ids=["listed", "counted"]
-)
+@pytest.mark.parametrize("listing_bytes", [grep.LISTING_BYTES, 0], ids=["listed", "counted"])
 async def test_ripgrep_lines_not_in_the_file_beneath_the_workspace_are_dropped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_listing_bytes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listing_bytes: int
 ) -> None:
     # ripgrep opens by name: if it was shown an outside file through a swapped
     # directory, what it reports is not what the workspace file holds. Both ways
-    # of asking it: one listing, or (a file past the limit) counts, then the lines shown.
-    monkeypatch.setattr(grep, "FILE_LISTING_BYTES", file_listing_bytes)
+    # of asking it: one listing, or (past the limit) counts, then the lines shown.
+    monkeypatch.setattr(grep, "LISTING_BYTES", listing_bytes)
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
     (ws / "sub" / "f.txt").write_text("inside\nneedle here\n")

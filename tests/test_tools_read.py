@@ -399,9 +399,9 @@ async def test_grep_ripgrep_lists_lines_in_one_run(
 async def test_grep_ripgrep_counts_when_the_listing_grows_long(
     ctx: ToolContext, listed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A file listing more than the limit (here every file but b.py) stops the listing;
-    # then every file's count, and the lines of only the first files in path order.
-    monkeypatch.setattr(grep, "FILE_LISTING_BYTES", 20)
+    # A listing past the limit is stopped; then every file's count, and the lines of
+    # only the first files in path order.
+    monkeypatch.setattr(grep, "LISTING_BYTES", 20)
     script = fake_rg(tmp_path, FAKE_RG)
     tool = GrepTool(rg_path=str(script))
     result = await tool.run(tool.Args(pattern="-x", glob="*.py", ignore_case=True), ctx)
@@ -459,12 +459,12 @@ def test_grep_listing_read_in_pieces(piece: int) -> None:
     ]
 
 
-def test_grep_listing_stops_at_one_file_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grep, "FILE_LISTING_BYTES", 100)
+def test_grep_listing_stops_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep, "LISTING_BYTES", 100)
     listing = grep.Listing()
-    assert listing.feed(_listing({"./small.txt": ["1:hit"] * 10}) + b"\n")
-    assert listing.feed(b"./big.txt\0" + b"1:hit\n" * 10)
-    assert not listing.feed(b"1:hit\n" * 10)
+    assert listing.feed(_listing({"./a.txt": ["1:hit"] * 10}) + b"\n")  # 69 bytes
+    assert listing.feed(b"./b.txt\0" + b"1:hit\n" * 3)  # 26 more
+    assert not listing.feed(b"1:hit\n")
 
 
 async def test_grep_ripgrep_error_is_a_failure(ctx: ToolContext, tmp_path: Path) -> None:

@@ -267,8 +267,8 @@ def _same_lines(found: list[Match], data: bytes) -> list[Match]:
 
 # --- ripgrep -------------------------------------------------------------------
 
-# Past this much listed for one file, its lines are counted instead of held.
-FILE_LISTING_BYTES = 2 << 20
+# Past this much listing, reading it costs more than ripgrep counting the lines again.
+LISTING_BYTES = 4 << 20
 _LISTING = ["--line-number", "--with-filename", "--heading", "--null", "--color", "never"]
 _MATCH_LINE = re.compile(rb"[0-9]+:")
 
@@ -327,11 +327,13 @@ async def _search_rg(
     rg: str, args: GrepArgs, root_arg: str, root_is_file: bool, ctx: ToolContext
 ) -> RgFound:
     """One ripgrep run lists every matching line, read as it comes (:class:`Listing`):
-    one walk of the tree, one process. Only a file listing more than
-    :data:`FILE_LISTING_BYTES` of lines stops it; then two runs take over, one counting
-    the matching lines of every file (nothing but a count per file crosses the pipe),
-    the other listing the lines of only the first files in path order, enough to fill
-    what is shown."""
+    one walk of the tree, one process. Past :data:`LISTING_BYTES` of listing it is
+    stopped, and two runs take over, one counting the matching lines of every file
+    (nothing but a count per file crosses the pipe), the other listing the lines of
+    only the first files in path order, enough to fill what is shown.
+
+    Parsing a long listing costs more than ripgrep's counting, but stopping one that
+    was nearly done walks the tree twice: just past the limit the tool is slowest."""
     listing = Listing()
     cmd = rg_command(rg, args, root_arg, root_is_file)
     if await _run_rg(cmd, args, ctx, listing.feed) is not None:
@@ -363,28 +365,31 @@ class Listing:
     """ripgrep's listing taken in as it comes: how many lines it holds in all, and the
     blocks of the first files in path order, each cut to the lines that can be shown.
 
-    Besides those it keeps only the block still being written, whose end is not yet
-    read; a block past :data:`FILE_LISTING_BYTES` stops it (one huge file: its lines
-    are cheaper counted by ripgrep than read)."""
+    Besides those it keeps only the block whose end is not read yet. It asks to stop
+    past :data:`LISTING_BYTES`."""
 
     def __init__(self) -> None:
         self.total = 0
         self._first: list[tuple[bytes, bytes]] = []  # (path, block), in path order
         self._tail = b""
+        self._read = 0
 
     @property
     def first(self) -> list[bytes]:
         return [block for _path, block in self._first]
 
     def feed(self, chunk: bytes) -> bool:
-        """Take the next piece of output; False: stop, one file's block is too long."""
+        """Take the next piece of output; False: stop, the listing is too long."""
+        self._read += len(chunk)
+        if self._read > LISTING_BYTES:
+            return False
         data = self._tail + chunk if self._tail else chunk
         cut = data.rfind(b"\n\n")
         if cut >= 0:
             self._add(data, cut)
             data = data[cut + 2 :]
         self._tail = data
-        return len(data) <= FILE_LISTING_BYTES
+        return True
 
     def finish(self) -> None:
         tail = self._tail.removesuffix(b"\n")
