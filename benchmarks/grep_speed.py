@@ -3,16 +3,18 @@
     python -m benchmarks.grep_speed [--files N] [--repeat K]
 
 A tree of N files (default 10,000; 40 lines each, in 100 directories) is generated
-into a temp dir, with patterns that match about 10, 10,000, 40,000, 80,000 and 400,000 lines.
+into a temp dir, with patterns that match about 10, 10,000, 40,000, 80,000 and
+400,000 lines.
 For each pattern, in interleaved rounds (so load on the machine hits all alike):
 
 - **rg**: ``rg -n PATTERN .`` as a user would type it, its output read to the end
   through a pipe: the floor.
-- **tool**: the grep tool as the model calls it (``GrepTool.run``: one listing run
-  while the output stays small, else a counting run and the lines of the first files
-  in path order; each shown line checked beneath the workspace).
-- **two-pass** and **json+sort**: the tool's earlier methods (``benchmarks/grep_previous.py``),
-  for comparison.
+- **tool**: the grep tool as the model calls it (``GrepTool.run``: a counting run,
+  then the lines of the first files in path order, each shown line checked beneath
+  the workspace).
+- **two-pass** and **json+sort**: the tool's earlier methods
+  (``benchmarks/grep_previous.py``), for comparison. two-pass asked ripgrep the same
+  two questions, through asyncio's pipes, in JSON, checking each line by its path.
 
 The order of the methods turns each round. Reports the median wall time of each and
 its ratio to rg. Results: a table on stdout and ``benchmarks/results/grep_speed.json``.
@@ -39,7 +41,7 @@ from benchmarks.machine import machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "grep_speed.json"
 
-# 80k: a listing just past the tool's limit (4.27 MB), its slowest case.
+# 80k: a 4.27 MB listing, just past where a one-run listing would give way to counting.
 PATTERNS = {
     "10": "needle_rare",
     "10k": "needle_once",

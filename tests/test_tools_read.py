@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agent.tools import grep
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.glob import GlobTool, glob_to_regex
 from agent.tools.grep import MAX_MATCHES, GrepTool
@@ -335,23 +334,24 @@ async def test_grep_sorts_numerically_by_line(ctx: ToolContext, ws: Path) -> Non
     assert await ok(ctx, "grep", pattern="hit") == "f.txt:2:hit\nf.txt:10:hit"
 
 
-# A stand-in for ripgrep: notes its arguments, then lists as ripgrep does with
-# --heading --null (per file "path NUL", then "N:text" lines, files apart by an
-# empty line), in the order its threads finished, not path order.
+# A stand-in for ripgrep: notes its arguments, then counts per file ("path NUL
+# count", CRLF as with --crlf) or lists as ripgrep does with --heading --null (per
+# file "path NUL", then "N:text" lines, files apart by an empty line), in the order
+# its threads finished, not path order.
 FAKE_RG = """\
 import json, sys
 with open(sys.argv[0] + ".argv", "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\\n")
 out = sys.stdout.buffer
 if "--count" in sys.argv:
-    out.write(b"./b.py\\x007\\r\\n./a.py\\x001\\r\\nc.py\\x001\\r\\n")
+    out.write(b"./d.py\\x002\\r\\n./b.py\\x007\\r\\n./a.py\\x001\\r\\n")
+    out.write(b"c.py\\x001\\r\\n./bin.py\\x001\\r\\n")
     sys.exit(0)
 out.write(b"./b.py\\x007:b seven\\r\\n\\n")
 out.write(b"./bin.py\\x001:x\\n./bin.py:WARNING: stopped searching binary file\\n\\n")
 out.write(b"./a.py\\x003:a three\\n\\n")
+out.write(b"./d.py\\x002:d two\\n5:d five\\n\\n")
 out.write(b"c.py\\x001:\\xffhi\\n")
-if "--max-count" not in sys.argv:
-    out.write(b"\\n./d.py\\x002:d two\\n5:d five\\n")
 """
 
 
@@ -362,109 +362,48 @@ def fake_rg(tmp_path: Path, body: str) -> Path:
     return script
 
 
-def fake_rg_runs(script: Path) -> list[list[str]]:
-    return [json.loads(line) for line in Path(f"{script}.argv").read_text().splitlines()]
-
-
-@pytest.fixture
-def listed(ws: Path) -> Path:
-    """The files FAKE_RG lists, each line checked against the file beneath the workspace."""
+async def test_grep_ripgrep_path_with_injected_executable(
+    ctx: ToolContext, ws: Path, tmp_path: Path
+) -> None:
+    script = fake_rg(tmp_path, FAKE_RG)
+    # Each listed line is checked against the file read beneath the workspace.
     write(ws, "a.py", "1\n2\na three\n")
     write(ws, "b.py", "1\r\n2\r\n3\r\n4\r\n5\r\n6\r\nb seven\r\n")
     write(ws, "c.py", b"\xffhi\n")
     write(ws, "d.py", "1\nd two\n3\n4\nd five\n")
     write(ws, "bin.py", b"x\n\0")
-    return ws
-
-
-async def test_grep_ripgrep_lists_lines_in_one_run(
-    ctx: ToolContext, listed: Path, tmp_path: Path
-) -> None:
-    script = fake_rg(tmp_path, FAKE_RG)
     tool = GrepTool(rg_path=str(script))
     assert tool.ripgrep() == str(script)
     result = await tool.run(tool.Args(pattern="-x", glob="*.py", ignore_case=True), ctx)
-    # In path order whatever order they were listed in; the binary file left out.
+    # In path order, whatever order they were listed in; the file found binary when
+    # listed is left out. b.py's count says 7 lines but only one is listed (a fake),
+    # and bin.py's one is not shown: 7 more.
     assert result.content == (
-        "a.py:3:a three\nb.py:7:b seven\nc.py:1:\ufffdhi\nd.py:2:d two\nd.py:5:d five"
+        "a.py:3:a three\nb.py:7:b seven\nc.py:1:\ufffdhi\nd.py:2:d two\nd.py:5:d five\n"
+        "[7 more matches not shown; narrow the pattern, path or glob.]"
     )
-    [argv] = fake_rg_runs(script)
-    assert argv[:5] == ["--no-config", "--hidden", "--no-ignore", "--crlf", "--no-messages"]
-    assert {"--ignore-case", "--line-number", "--with-filename", "--heading", "--null"} <= set(argv)
-    assert argv[argv.index("--glob") + 1] == "*.py"
-    assert "!.git" in argv and "!node_modules" in argv
-    assert argv[-4:] == ["--regexp", "-x", "--", "."]
-
-
-async def test_grep_ripgrep_counts_when_the_listing_grows_long(
-    ctx: ToolContext, listed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A listing past the limit is stopped; then every file's count, and the lines of
-    # only the first files in path order.
-    monkeypatch.setattr(grep, "LISTING_BYTES", 20)
-    script = fake_rg(tmp_path, FAKE_RG)
-    tool = GrepTool(rg_path=str(script))
-    result = await tool.run(tool.Args(pattern="-x", glob="*.py", ignore_case=True), ctx)
-    # b.py's count says 7 lines match but only one is listed (a fake), so 6 more.
-    assert result.content == (
-        "a.py:3:a three\nb.py:7:b seven\nc.py:1:\ufffdhi\n"
-        "[6 more matches not shown; narrow the pattern, path or glob.]"
+    count_argv, lines_argv = (
+        json.loads(line) for line in Path(f"{script}.argv").read_text().splitlines()
     )
-    listing, count_argv, lines_argv = fake_rg_runs(script)
-    assert "--count" not in listing
     assert count_argv[:5] == ["--no-config", "--hidden", "--no-ignore", "--crlf", "--no-messages"]
     assert {"--ignore-case", "--count", "--with-filename", "--null"} <= set(count_argv)
     assert count_argv[count_argv.index("--glob") + 1] == "*.py"
     assert "!.git" in count_argv and "!node_modules" in count_argv
     assert count_argv[-4:] == ["--regexp", "-x", "--", "."]
-    # The lines of only the files that hold the shown lines, in path order.
-    assert {"--heading", "--null", "--ignore-case"} <= set(lines_argv)
+    # The second run lists only the files that hold the shown lines, in path order.
+    assert {"--heading", "--null", "--line-number", "--ignore-case"} <= set(lines_argv)
     assert lines_argv[lines_argv.index("--max-count") + 1] == str(MAX_MATCHES)
     assert "--glob" not in lines_argv
-    assert lines_argv[-6:] == ["--regexp", "-x", "--", "./a.py", "./b.py", "c.py"]
-
-
-def _listing(files: dict[str, list[str]]) -> bytes:
-    blocks = [
-        path.encode() + b"\0" + b"".join(line.encode() + b"\n" for line in lines)
-        for path, lines in files.items()
+    assert lines_argv[-8:] == [
+        "--regexp",
+        "-x",
+        "--",
+        "./a.py",
+        "./b.py",
+        "./bin.py",
+        "./d.py",
+        "c.py",
     ]
-    return b"\n".join(blocks)
-
-
-@pytest.mark.parametrize("piece", [1, 7, 64, 1 << 20])
-def test_grep_listing_read_in_pieces(piece: int) -> None:
-    # More files than are shown, listed out of path order; one file with more lines
-    # than are shown; a binary file's notice; CRLF lines. However the output is cut
-    # into pieces, the same lines are counted and the same first ones kept.
-    files = {f"./f{n:03d}.txt": [f"{n % 7 + 1}:hit {n}\r"] for n in range(300, 0, -1)}
-    files["./bin.dat"] = ["1:hit", "./bin.dat:WARNING: stopped searching binary file"]
-    files["./a/long.txt"] = [f"{n}:hit" for n in range(1, MAX_MATCHES + 51)]
-    output = _listing(files)
-    listing = grep.Listing()
-    for start in range(0, len(output), piece):
-        assert listing.feed(output[start : start + piece])
-    listing.finish()
-    assert listing.total == 300 + MAX_MATCHES + 50
-    shown = grep.first_matches(listing.first)
-    assert len(shown) == MAX_MATCHES
-    assert shown[0] == grep.Match("a/long.txt", 1, "hit")
-    assert shown[-1] == grep.Match("a/long.txt", MAX_MATCHES, "hit")
-    # Cut to what can be shown: the long file's block, and the files after it.
-    assert len(listing.first) == MAX_MATCHES
-    assert listing.first[0].count(b"\n") == MAX_MATCHES - 1
-    assert [block.partition(b"\0")[0] for block in listing.first[1:3]] == [
-        b"./f001.txt",
-        b"./f002.txt",
-    ]
-
-
-def test_grep_listing_stops_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grep, "LISTING_BYTES", 100)
-    listing = grep.Listing()
-    assert listing.feed(_listing({"./a.txt": ["1:hit"] * 10}) + b"\n")  # 69 bytes
-    assert listing.feed(b"./b.txt\0" + b"1:hit\n" * 3)  # 26 more
-    assert not listing.feed(b"1:hit\n")
 
 
 async def test_grep_ripgrep_error_is_a_failure(ctx: ToolContext, tmp_path: Path) -> None:

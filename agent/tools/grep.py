@@ -267,10 +267,9 @@ def _same_lines(found: list[Match], data: bytes) -> list[Match]:
 
 # --- ripgrep -------------------------------------------------------------------
 
-# Past this much listing, reading it costs more than ripgrep counting the lines again.
-LISTING_BYTES = 4 << 20
 _LISTING = ["--line-number", "--with-filename", "--heading", "--null", "--color", "never"]
 _MATCH_LINE = re.compile(rb"[0-9]+:")
+_COUNT = re.compile(rb"\0([0-9]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,13 +278,9 @@ class RgFound:
     total: int  # matching lines in all files
 
 
-def rg_command(
-    rg: str, args: GrepArgs, root_arg: str, root_is_file: bool, *, count: bool = False
-) -> list[str]:
-    """ripgrep over the tree: every matching line under its file's name, or with
-    ``count`` only the number of matching lines per file (``path NUL count``)."""
-    cmd = [rg, *_rg_common(args)]
-    cmd += ["--count", "--with-filename", "--null"] if count else _LISTING
+def rg_command(rg: str, args: GrepArgs, root_arg: str, root_is_file: bool) -> list[str]:
+    """The counting run: matching lines per file (``path NUL count``), nothing else."""
+    cmd = [rg, *_rg_common(args), "--count", "--with-filename", "--null"]
     if args.glob and not root_is_file:
         cmd += ["--glob", args.glob]
     # Later globs win in ripgrep, so the skips come after the user's glob.
@@ -302,17 +297,8 @@ def _rg_common(args: GrepArgs) -> list[str]:
     return cmd
 
 
-async def _run_rg(
-    cmd: Sequence[str | bytes],
-    args: GrepArgs,
-    ctx: ToolContext,
-    consume: Callable[[bytes], bool] | None = None,
-) -> bytes | None:
-    """ripgrep's output (given to ``consume`` if there is one); None if ``consume``
-    stopped it."""
-    result = await run_piped(cmd, ctx.cwd, consume)
-    if result.stopped:
-        return None
+async def _run_rg(cmd: Sequence[str | bytes], args: GrepArgs, ctx: ToolContext) -> bytes:
+    result = await run_piped(cmd, ctx.cwd)
     # 0: matches, 1: none, 2: an error; --no-messages leaves only fatal ones such
     # as a bad regex, not unreadable files.
     if result.returncode not in (0, 1):
@@ -326,84 +312,33 @@ async def _run_rg(
 async def _search_rg(
     rg: str, args: GrepArgs, root_arg: str, root_is_file: bool, ctx: ToolContext
 ) -> RgFound:
-    """One ripgrep run lists every matching line, read as it comes (:class:`Listing`):
-    one walk of the tree, one process. Past :data:`LISTING_BYTES` of listing it is
-    stopped, and two runs take over, one counting the matching lines of every file
-    (nothing but a count per file crosses the pipe), the other listing the lines of
-    only the first files in path order, enough to fill what is shown.
+    """Two ripgrep runs: one counts the matching lines of every file (nothing but a
+    count per file crosses the pipe), the other lists the lines of only the first
+    files in path order, enough to fill what is shown.
 
-    Parsing a long listing costs more than ripgrep's counting, but stopping one that
-    was nearly done walks the tree twice: just past the limit the tool is slowest."""
-    listing = Listing()
-    cmd = rg_command(rg, args, root_arg, root_is_file)
-    if await _run_rg(cmd, args, ctx, listing.feed) is not None:
-        listing.finish()
-        return RgFound(first_matches(listing.first), listing.total)
-    counted = await _run_rg(rg_command(rg, args, root_arg, root_is_file, count=True), args, ctx)
-    assert counted is not None
-    per_file = parse_rg_counts(counted)
-    total = sum(count for _raw, count in per_file)
+    One run listing every line would spare a process, but past a few megabytes of
+    listing, reading it costs more than the second run; and stopping a long listing
+    to count instead walks the tree twice, just when it was nearly done."""
+    counted = await _run_rg(rg_command(rg, args, root_arg, root_is_file), args, ctx)
+    total = sum(map(int, _COUNT.findall(counted)))
     wanted: list[bytes] = []
     covered = 0
-    for raw, count in heapq.nsmallest(MAX_MATCHES, per_file):
+    # "path NUL count": NUL is below every byte of a path, so these sort by path
+    # (bytes order is code point order for UTF-8).
+    for record in heapq.nsmallest(MAX_MATCHES, counted.splitlines()):
+        raw, sep, count = record.rpartition(b"\0")
         if covered >= MAX_MATCHES:
             break
-        wanted.append(raw)
-        covered += count
+        if sep and count.isdigit():
+            wanted.append(raw)
+            covered += int(count)
     if not wanted:
         return RgFound([], total)
     # At most MAX_MATCHES lines from any one file: a file's first lines are the ones shown.
     lines_cmd: list[str | bytes] = [rg, *_rg_common(args), *_LISTING, "--max-count"]
     lines_cmd += [str(MAX_MATCHES), "--regexp", args.pattern, "--", *wanted]
-    listed = await _run_rg(lines_cmd, args, ctx)
-    assert listed is not None
-    shown = first_matches(parse_rg_listing(listed))
+    shown = first_matches(parse_rg_listing(await _run_rg(lines_cmd, args, ctx)))
     return RgFound(shown, max(total, len(shown)))
-
-
-class Listing:
-    """ripgrep's listing taken in as it comes: how many lines it holds in all, and the
-    blocks of the first files in path order, each cut to the lines that can be shown.
-
-    Besides those it keeps only the block whose end is not read yet. It asks to stop
-    past :data:`LISTING_BYTES`."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self._first: list[tuple[bytes, bytes]] = []  # (path, block), in path order
-        self._tail = b""
-        self._read = 0
-
-    @property
-    def first(self) -> list[bytes]:
-        return [block for _path, block in self._first]
-
-    def feed(self, chunk: bytes) -> bool:
-        """Take the next piece of output; False: stop, the listing is too long."""
-        self._read += len(chunk)
-        if self._read > LISTING_BYTES:
-            return False
-        data = self._tail + chunk if self._tail else chunk
-        cut = data.rfind(b"\n\n")
-        if cut >= 0:
-            self._add(data, cut)
-            data = data[cut + 2 :]
-        self._tail = data
-        return True
-
-    def finish(self) -> None:
-        tail = self._tail.removesuffix(b"\n")
-        self._add(tail, len(tail))
-        self._tail = b""
-
-    def _add(self, data: bytes, end: int) -> None:
-        found, total = listed_files(data, end)
-        self.total += total
-        if len(self._first) >= MAX_MATCHES:  # only a file before the last kept gets in
-            found = [file for file in found if file[0] < self._first[-1][0]]
-        if found:
-            entering = [(path, _first_lines(data[start:stop])) for path, start, stop in found]
-            self._first = heapq.nsmallest(MAX_MATCHES, [*self._first, *entering])
 
 
 def listed_files(data: bytes, end: int) -> tuple[list[tuple[bytes, int, int]], int]:
@@ -437,22 +372,6 @@ def listed_files(data: bytes, end: int) -> tuple[list[tuple[bytes, int, int]], i
             found.append((data[start:head], start, stop))
         start = stop + 2
     return found, total
-
-
-def _first_lines(block: bytes) -> bytes:
-    if len(block) < 2 * MAX_MATCHES or block.count(b"\n") < MAX_MATCHES:
-        return block
-    return b"\n".join(block.split(b"\n", MAX_MATCHES)[:MAX_MATCHES])
-
-
-def parse_rg_counts(output: bytes) -> list[tuple[bytes, int]]:
-    """``(path as ripgrep printed it, matching lines)`` per file."""
-    found = []
-    for record in output.splitlines():
-        raw, sep, count = record.rpartition(b"\0")
-        if sep and count.isdigit():
-            found.append((raw, int(count)))
-    return found
 
 
 def parse_rg_listing(output: bytes) -> list[bytes]:

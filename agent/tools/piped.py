@@ -14,7 +14,7 @@ import os
 import selectors
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,18 +26,13 @@ _READ = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    stdout: bytes  # empty when it was given to a consumer
+    stdout: bytes
     stderr: bytes
     returncode: int
-    stopped: bool = False  # the consumer asked to stop, and the process was killed
 
 
-async def run_piped(
-    cmd: Sequence[str | bytes], cwd: Path, consume: Callable[[bytes], bool] | None = None
-) -> Output:
-    """Run ``cmd`` to the end and return what it wrote. With ``consume``, each piece of
-    its output goes there instead (called in a worker thread), and the process is
-    killed as soon as it returns False. Cancelling kills it too."""
+async def run_piped(cmd: Sequence[str | bytes], cwd: Path) -> Output:
+    """Run ``cmd`` to the end and return what it wrote. Cancelling kills it."""
     proc = subprocess.Popen(
         cmd,
         cwd=cwd,
@@ -46,7 +41,7 @@ async def run_piped(
         stderr=subprocess.PIPE,
     )
     try:
-        return await asyncio.to_thread(_collect, proc, consume)
+        return await asyncio.to_thread(_collect, proc)
     finally:
         # Cancelled while the thread reads: once killed, the process's pipes end, and
         # the thread reaps it and returns.
@@ -54,7 +49,7 @@ async def run_piped(
             proc.kill()
 
 
-def _collect(proc: subprocess.Popen[bytes], consume: Callable[[bytes], bool] | None) -> Output:
+def _collect(proc: subprocess.Popen[bytes]) -> Output:
     assert proc.stdout is not None and proc.stderr is not None
     with proc:  # closes the pipes and waits for the process on the way out
         out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -66,12 +61,7 @@ def _collect(proc: subprocess.Popen[bytes], consume: Callable[[bytes], bool] | N
             else:
                 reads = _read_gathered(out_fd, err_fd, exit_fd)
             for fd, chunk in reads:
-                if fd != out_fd or consume is None:
-                    got[fd].append(chunk)
-                elif not consume(chunk):
-                    proc.kill()
-                    proc.wait()
-                    return Output(b"", b"".join(got[err_fd]), proc.returncode, stopped=True)
+                got[fd].append(chunk)
         finally:
             if exit_fd is not None:
                 os.close(exit_fd)
