@@ -23,22 +23,16 @@ from pathlib import Path
 
 from agent.tools.base import ToolContext, ToolError
 from agent.tools.beneath import locate, opened
-from agent.tools.grep import (
-    MAX_MATCHES,
-    GrepArgs,
-    Match,
-    _lines,
-    _rg_common,
-    format_matches,
-    parse_rg_counts,
-    rg_command,
-)
+from agent.tools.grep import MAX_MATCHES, GrepArgs, Match, _lines, _rg_common, format_matches
 from agent.tools.paths import SKIP_DIRS
 
 
 async def two_pass(rg: str, pattern: str, ctx: ToolContext) -> str:
     args = GrepArgs(pattern=pattern)
-    counted = await _run_rg(rg_command(rg, args, ".", False, count=True), ctx)
+    count_cmd = [rg, *_rg_common(args), "--count", "--with-filename", "--null"]
+    for skipped in sorted(SKIP_DIRS):
+        count_cmd += ["--glob", f"!{skipped}"]
+    counted = await _run_rg([*count_cmd, "--regexp", pattern, "--", "."], ctx)
     per_file = sorted(
         (os.path.normpath(raw.decode("utf-8", errors="replace")), raw, count)
         for raw, count in parse_rg_counts(counted)
@@ -58,6 +52,15 @@ async def two_pass(rg: str, pattern: str, ctx: ToolContext) -> str:
     found = heapq.nsmallest(MAX_MATCHES, parse_rg_json(await _run_rg(lines_cmd, ctx)))
     shown = await asyncio.to_thread(confirmed, found, ctx)
     return format_matches(shown, max(total, len(found)) - len(found))
+
+
+def parse_rg_counts(output: bytes) -> list[tuple[bytes, int]]:
+    found = []
+    for record in output.splitlines():
+        raw, sep, count = record.rpartition(b"\0")
+        if sep and count.isdigit():
+            found.append((raw, int(count)))
+    return found
 
 
 def json_sort(rg: str, pattern: str, root: Path, ctx: ToolContext) -> str:
