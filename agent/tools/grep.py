@@ -341,44 +341,20 @@ async def _search_rg(
     return RgFound(shown, max(total, len(shown)))
 
 
-def listed_files(data: bytes, end: int) -> tuple[list[tuple[bytes, int, int]], int]:
-    """The files in ripgrep's ``--heading --null`` listing ``data[:end]``: per file
-    ``path NUL`` then ``N:text`` lines, files apart by an empty line (a listed line is
-    never empty). Returns ``(path, start, stop)`` of each file's block, and how many
-    lines they list in all.
-
-    A file ripgrep found a NUL byte in after some matches ends with a notice that
-    starts with its path: binary, it is left out, as the Python search and ripgrep's
-    count leave it out."""
-    if end == 0:
-        return [], 0
-    # Every block but the last ends in a newline before the empty line between them.
-    total = data.count(b"\n", 0, end) - data.count(b"\n\n", 0, end) + 1
-    found = []
-    start = 0
-    while start < end:
-        stop = data.find(b"\n\n", start, end)
-        if stop < 0:
-            stop = end
-        head = data.find(b"\0", start, stop)
-        last = max(data.rfind(b"\n", start, stop), head) + 1
-        # The cheap test first: only a path that starts with a digit needs the full one.
-        if head < 0 or not (
-            data[last : last + 1].isdigit()
-            and (not data[start : start + 1].isdigit() or _MATCH_LINE.match(data, last))
-        ):
-            total -= data.count(b"\n", start, stop) + 1
-        else:
-            found.append((data[start:head], start, stop))
-        start = stop + 2
-    return found, total
-
-
 def parse_rg_listing(output: bytes) -> list[bytes]:
-    """The blocks of the files in a whole listing, in path order."""
-    output = output.removesuffix(b"\n")
-    found, _total = listed_files(output, len(output))
-    return [output[start:stop] for _path, start, stop in sorted(found)]
+    """ripgrep's ``--heading --null`` listing: per file ``path NUL`` then ``N:text``
+    lines, files apart by an empty line (a listed line is never empty). Returns each
+    file's block, in path order (NUL is below every byte of a path).
+
+    A file ripgrep finds a NUL byte in after some matches ends with a notice, not a
+    line: binary, it is left out, as the Python search and ripgrep's count leave it."""
+    files = []
+    for block in output.removesuffix(b"\n").split(b"\n\n"):
+        head = block.find(b"\0")
+        last = max(block.rfind(b"\n"), head) + 1
+        if head >= 0 and _MATCH_LINE.match(block, last):
+            files.append(block)
+    return sorted(files)
 
 
 def first_matches(files: list[bytes]) -> list[Match]:
