@@ -3,19 +3,21 @@
     python -m benchmarks.grep_speed [--files N] [--repeat K]
 
 A tree of N files (default 10,000; 40 lines each, in 100 directories) is generated
-into a temp dir, with three patterns that match about 10, 10,000 and 400,000 lines.
+into a temp dir, with patterns that match about 10, 10,000, 40,000, 80,000 and
+400,000 lines.
 For each pattern, in interleaved rounds (so load on the machine hits all alike):
 
 - **rg**: ``rg -n PATTERN .`` as a user would type it, its output read to the end
   through a pipe: the floor.
-- **tool**: the grep tool as the model calls it (``GrepTool.run``: a counting pass,
+- **tool**: the grep tool as the model calls it (``GrepTool.run``: a counting run,
   then the lines of the first files in path order, each shown line checked beneath
   the workspace).
-- **json+sort** (the previous method, for comparison): ``rg --json`` over the tree,
-  every record parsed into a match, every match checked, all of them sorted.
+- **two-pass** and **json+sort**: the tool's earlier methods
+  (``benchmarks/grep_previous.py``), for comparison. two-pass asked ripgrep the same
+  two questions, through asyncio's pipes, in JSON, checking each line by its path.
 
-Reports the median wall time of each and the tool's ratio to rg. Results: a table on
-stdout and ``benchmarks/results/grep_speed.json``.
+The order of the methods turns each round. Reports the median wall time of each and
+its ratio to rg. Results: a table on stdout and ``benchmarks/results/grep_speed.json``.
 """
 
 from __future__ import annotations
@@ -23,29 +25,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agent.tools.base import ToolContext
-from agent.tools.grep import (
-    MAX_MATCHES,
-    GrepArgs,
-    GrepTool,
-    _rg_common,
-    confirmed,
-    format_matches,
-    parse_rg_json,
-)
-from agent.tools.paths import SKIP_DIRS
+from agent.tools.grep import GrepArgs, GrepTool
+from benchmarks.grep_previous import json_sort, two_pass
 from benchmarks.machine import machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "grep_speed.json"
 
-PATTERNS = {"10": "needle_rare", "10k": "needle_once", "400k": "line"}
+# 80k: a 4.27 MB listing, just past where a one-run listing would give way to counting.
+PATTERNS = {
+    "10": "needle_rare",
+    "10k": "needle_once",
+    "40k": "line [0-3] of",
+    "80k": "line [0-7] of",
+    "400k": "line",
+}
 
 
 def make_tree(root: Path, files: int) -> None:
@@ -69,19 +72,9 @@ async def run_tool(tool: GrepTool, pattern: str, ctx: ToolContext) -> str:
     return result.content
 
 
-def run_json_sort(rg: str, pattern: str, root: Path, ctx: ToolContext) -> str:
-    cmd = [rg, "--json", *_rg_common(GrepArgs(pattern=pattern))]
-    for skipped in sorted(SKIP_DIRS):
-        cmd += ["--glob", f"!{skipped}"]
-    cmd += ["--regexp", pattern, "--", "."]
-    out = subprocess.run(cmd, cwd=root, capture_output=True, check=False).stdout
-    matches = sorted(confirmed(parse_rg_json(out), ctx))
-    return format_matches(matches[:MAX_MATCHES], len(matches) - MAX_MATCHES)
-
-
-def timed(fn: object) -> float:
+def timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
-    fn()  # type: ignore[operator]
+    fn()
     return time.perf_counter() - start
 
 
@@ -89,6 +82,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--no-json-sort", action="store_true", help="skip the slowest, oldest method"
+    )
     args = parser.parse_args()
     tool = GrepTool()
     rg = tool.ripgrep()
@@ -101,38 +97,53 @@ def main() -> None:
         ctx = ToolContext(cwd=root)
         loop = asyncio.new_event_loop()
         for label, pattern in PATTERNS.items():
+            methods: dict[str, Callable[[], object]] = {
+                "rg": lambda p=pattern: run_rg(rg, p, root),
+                "tool": lambda p=pattern: loop.run_until_complete(run_tool(tool, p, ctx)),
+                "two-pass": lambda p=pattern: loop.run_until_complete(two_pass(rg, p, ctx)),
+            }
+            if not args.no_json_sort:
+                methods["json+sort"] = lambda p=pattern: json_sort(rg, p, root, ctx)
             lines = run_rg(rg, pattern, root)
-            shown = loop.run_until_complete(run_tool(tool, pattern, ctx))
-            assert shown == run_json_sort(rg, pattern, root, ctx), label
-            times: dict[str, list[float]] = {"rg": [], "tool": [], "json+sort": []}
-            for _ in range(args.repeat):
-                times["rg"].append(timed(lambda p=pattern: run_rg(rg, p, root)))
-                times["tool"].append(
-                    timed(lambda p=pattern: loop.run_until_complete(run_tool(tool, p, ctx)))
-                )
-                times["json+sort"].append(timed(lambda p=pattern: run_json_sort(rg, p, root, ctx)))
+            answers = {name: fn() for name, fn in methods.items() if name != "rg"}
+            assert len(set(answers.values())) == 1, (label, answers)
+            times: dict[str, list[float]] = {name: [] for name in methods}
+            names = list(methods)
+            for round_ in range(args.repeat):
+                turn = round_ % len(names)
+                for name in names[turn:] + names[:turn]:
+                    times[name].append(timed(methods[name]))
             medians = {name: statistics.median(values) for name, values in times.items()}
             results[label] = {
                 "pattern": pattern,
                 "matching_lines": lines,
                 "median_s": medians,
-                "tool_over_rg": medians["tool"] / medians["rg"],
-                "json_sort_over_rg": medians["json+sort"] / medians["rg"],
+                "over_rg": {name: medians[name] / medians["rg"] for name in methods},
             }
         loop.close()
+    names = [name for name in ("rg", "tool", "two-pass", "json+sort") if name in medians]
     print(
-        f"{'matches':>8} {'lines':>8} {'rg ms':>8} {'tool ms':>8} {'old ms':>8} "
-        f"{'tool/rg':>8} {'old/rg':>8}"
+        f"{'matches':>8} {'lines':>8} "
+        + " ".join(f"{name + ' ms':>12}" for name in names)
+        + " "
+        + " ".join(f"{name + '/rg':>12}" for name in names[1:])
     )
     for label, row in results.items():
-        m = row["median_s"]
-        assert isinstance(m, dict)
+        m, r = row["median_s"], row["over_rg"]
+        assert isinstance(m, dict) and isinstance(r, dict)
         print(
-            f"{label:>8} {row['matching_lines']:>8} {m['rg'] * 1e3:>8.1f} "
-            f"{m['tool'] * 1e3:>8.1f} {m['json+sort'] * 1e3:>8.1f} "
-            f"{row['tool_over_rg']:>8.2f} {row['json_sort_over_rg']:>8.2f}"
+            f"{label:>8} {row['matching_lines']:>8} "
+            + " ".join(f"{m[name] * 1e3:>12.1f}" for name in names)
+            + " "
+            + " ".join(f"{r[name]:>12.2f}" for name in names[1:])
         )
-    out = {"machine": machine(), "files": args.files, "repeat": args.repeat, "results": results}
+    out = {
+        "machine": machine(),
+        "loadavg_end": os.getloadavg(),
+        "files": args.files,
+        "repeat": args.repeat,
+        "results": results,
+    }
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
 

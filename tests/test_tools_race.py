@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import sys
 import threading
@@ -155,32 +154,15 @@ async def test_ripgrep_lines_not_in_the_file_beneath_the_workspace_are_dropped(
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
     (ws / "sub" / "f.txt").write_text("inside\nneedle here\n")
+    listing = (
+        f"sub/f.txt\x001:needle {SECRET}\n2:needle here\n\n"
+        f"sub/only-outside.txt\x001:needle {SECRET}\n"
+    ).encode()
+    counts = b"sub/f.txt\x002\nsub/only-outside.txt\x001\n"
     script = tmp_path / "fake-rg"
-    lines = [
-        {"path": "sub/f.txt", "line": 2, "text": "needle here\n"},
-        {"path": "sub/f.txt", "line": 1, "text": f"needle {SECRET}\n"},
-        {"path": "sub/only-outside.txt", "line": 1, "text": f"needle {SECRET}\n"},
-    ]
-    events = "\n".join(
-        json.dumps(
-            {
-                "type": "match",
-                "data": {
-                    "path": {"text": m["path"]},
-                    "lines": {"text": m["text"]},
-                    "line_number": m["line"],
-                    "submatches": [],
-                },
-            }
-        )
-        for m in lines
-    )
-    # Both of grep's runs: the count per file, then the lines of the files shown.
-    counts = "sub/f.txt\\0002\\nsub/only-outside.txt\\0001\\n"
     script.write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" --count "*) printf "{counts}"; exit 0;; esac\n'
-        f"cat <<'EOF'\n{events}\nEOF\n"
+        f"#!{sys.executable}\nimport sys\n"
+        f"sys.stdout.buffer.write({counts!r} if '--count' in sys.argv else {listing!r})\n"
     )
     script.chmod(0o755)
     registry = ToolRegistry([GrepTool(rg_path=str(script))])

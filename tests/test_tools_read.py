@@ -334,22 +334,24 @@ async def test_grep_sorts_numerically_by_line(ctx: ToolContext, ws: Path) -> Non
     assert await ok(ctx, "grep", pattern="hit") == "f.txt:2:hit\nf.txt:10:hit"
 
 
+# A stand-in for ripgrep: notes its arguments, then counts per file ("path NUL
+# count", CRLF as with --crlf) or lists as ripgrep does with --heading --null (per
+# file "path NUL", then "N:text" lines, files apart by an empty line), in the order
+# its threads finished, not path order.
 FAKE_RG = """\
 import json, sys
 with open(sys.argv[0] + ".argv", "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\\n")
+out = sys.stdout.buffer
 if "--count" in sys.argv:
-    sys.stdout.buffer.write(b"./b.py\\x007\\n./a.py\\x001\\nc.py\\x001\\n")
+    out.write(b"./d.py\\x002\\r\\n./b.py\\x007\\r\\n./a.py\\x001\\r\\n")
+    out.write(b"c.py\\x001\\r\\n./bin.py\\x001\\r\\n")
     sys.exit(0)
-def ev(path, line, text):
-    return json.dumps({"type": "match", "data": {"path": {"text": path},
-        "lines": {"text": text}, "line_number": line, "submatches": []}})
-print(json.dumps({"type": "begin", "data": {"path": {"text": "./b.py"}}}))
-print(ev("./b.py", 7, "b seven\\r\\n"))
-print(ev("./a.py", 3, "a three\\n"))
-print(json.dumps({"type": "match", "data": {"path": {"bytes": "Yy5weQ=="},
-    "lines": {"bytes": "/2hp"}, "line_number": 1, "submatches": []}}))
-print(json.dumps({"type": "summary", "data": {}}))
+out.write(b"./b.py\\x007:b seven\\r\\n\\n")
+out.write(b"./bin.py\\x001:x\\n./bin.py:WARNING: stopped searching binary file\\n\\n")
+out.write(b"./a.py\\x003:a three\\n\\n")
+out.write(b"./d.py\\x002:d two\\n5:d five\\n\\n")
+out.write(b"c.py\\x001:\\xffhi\\n")
 """
 
 
@@ -364,30 +366,44 @@ async def test_grep_ripgrep_path_with_injected_executable(
     ctx: ToolContext, ws: Path, tmp_path: Path
 ) -> None:
     script = fake_rg(tmp_path, FAKE_RG)
-    # Each reported line is checked against the file read beneath the workspace.
+    # Each listed line is checked against the file read beneath the workspace.
     write(ws, "a.py", "1\n2\na three\n")
     write(ws, "b.py", "1\r\n2\r\n3\r\n4\r\n5\r\n6\r\nb seven\r\n")
     write(ws, "c.py", b"\xffhi\n")
+    write(ws, "d.py", "1\nd two\n3\n4\nd five\n")
+    write(ws, "bin.py", b"x\n\0")
     tool = GrepTool(rg_path=str(script))
     assert tool.ripgrep() == str(script)
     result = await tool.run(tool.Args(pattern="-x", glob="*.py", ignore_case=True), ctx)
-    # b.py's count says 7 lines match but only one is printed (a fake), so 6 more.
+    # In path order, whatever order they were listed in; the file found binary when
+    # listed is left out. b.py's count says 7 lines but only one is listed (a fake),
+    # and bin.py's one is not shown: 7 more.
     assert result.content == (
-        "a.py:3:a three\nb.py:7:b seven\nc.py:1:\ufffdhi\n"
-        "[6 more matches not shown; narrow the pattern, path or glob.]"
+        "a.py:3:a three\nb.py:7:b seven\nc.py:1:\ufffdhi\nd.py:2:d two\nd.py:5:d five\n"
+        "[7 more matches not shown; narrow the pattern, path or glob.]"
     )
     count_argv, lines_argv = (
-        json.loads(line) for line in Path(str(script) + ".argv").read_text().splitlines()
+        json.loads(line) for line in Path(f"{script}.argv").read_text().splitlines()
     )
     assert count_argv[:5] == ["--no-config", "--hidden", "--no-ignore", "--crlf", "--no-messages"]
     assert {"--ignore-case", "--count", "--with-filename", "--null"} <= set(count_argv)
     assert count_argv[count_argv.index("--glob") + 1] == "*.py"
     assert "!.git" in count_argv and "!node_modules" in count_argv
     assert count_argv[-4:] == ["--regexp", "-x", "--", "."]
-    # The second run reads only the files that hold the shown lines, in path order.
-    assert lines_argv[0] == "--json" and "--ignore-case" in lines_argv
+    # The second run lists only the files that hold the shown lines, in path order.
+    assert {"--heading", "--null", "--line-number", "--ignore-case"} <= set(lines_argv)
+    assert lines_argv[lines_argv.index("--max-count") + 1] == str(MAX_MATCHES)
     assert "--glob" not in lines_argv
-    assert lines_argv[-6:] == ["--regexp", "-x", "--", "./a.py", "./b.py", "c.py"]
+    assert lines_argv[-8:] == [
+        "--regexp",
+        "-x",
+        "--",
+        "./a.py",
+        "./b.py",
+        "./bin.py",
+        "./d.py",
+        "c.py",
+    ]
 
 
 async def test_grep_ripgrep_error_is_a_failure(ctx: ToolContext, tmp_path: Path) -> None:
@@ -429,6 +445,12 @@ async def test_grep_ripgrep_and_python_agree(ctx: ToolContext, code: Path) -> No
         write(code, f"spread/f{n:03d}.txt", "wide\n-\nwide\n")
     write(code, ".hidden/h.txt", "TODO hidden\n")
     write(code, ".gitignore", "notes.txt\n")
+    # A NUL byte past ripgrep's first read: it lists the lines before it, then a notice.
+    write(code, "late.bin", b"TODO early\n" + b"-" * 200_000 + b"\nhit\n\0")
+    write(code, "7days/late.bin", b"TODO early\n" + b"-" * 200_000 + b"\n\0")
+    write(code, "7days/log.txt", "TODO this week\n")
+    # A last line ending in CR without a newline: ripgrep adds its own CRLF to it.
+    write(code, "cr.txt", "hit\r\nTODO cr\r")
     (code / "alias.md").symlink_to(code / "README.md")
     (code / "alias_dir").symlink_to(code / "src")
     rg, py = GrepTool(rg_path="auto"), GrepTool(rg_path=None)
@@ -440,6 +462,8 @@ async def test_grep_ripgrep_and_python_agree(ctx: ToolContext, code: Path) -> No
         {"pattern": "def ", "glob": "src/*.py"},
         {"pattern": r"^\s+return", "path": "src"},
         {"pattern": "upper$", "path": "notes.txt"},
+        {"pattern": "TODO", "path": "7days"},
+        {"pattern": "cr$", "path": "cr.txt"},
         {"pattern": "hit"},
         {"pattern": "wide"},
         {"pattern": "WIDE|hit", "ignore_case": True},

@@ -8,9 +8,7 @@ matches go through the same formatting, so the model gets the same answer either
 from __future__ import annotations
 
 import asyncio
-import base64
 import heapq
-import json
 import os
 import re
 import shutil
@@ -24,9 +22,18 @@ from typing import Literal
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-from agent.tools.beneath import WorkspacePath, locate, opened, read_regular, walk_beneath
+from agent.tools.beneath import (
+    READ_FLAGS,
+    WorkspacePath,
+    locate,
+    open_beneath,
+    opened,
+    read_regular,
+    walk_beneath,
+)
 from agent.tools.glob import glob_to_regex
 from agent.tools.paths import SKIP_DIRS, display_path
+from agent.tools.piped import run_piped
 
 MAX_MATCHES = 200
 MAX_MATCH_CHARS = 500
@@ -82,8 +89,9 @@ class GrepTool(Tool):
         is_file = await asyncio.to_thread(_root_is_file, where, shown_path)
         rg = self.ripgrep()
         if rg is not None:
-            found = await _search_rg(rg, args, where.path, is_file, ctx)
-            shown = await asyncio.to_thread(confirmed, found.shown, ctx)
+            root_arg = display_path(ctx, where.path)
+            found = await _search_rg(rg, args, root_arg, is_file, ctx)
+            shown = await asyncio.to_thread(confirmed, found.shown, where, shown_path, root_arg)
             # Lines that moved between ripgrep's read and ours leave the count as is.
             return ToolResult(content=format_matches(shown, found.total - len(found.shown)))
         matches = await asyncio.to_thread(_search_python, args, where, shown_path, ctx)
@@ -185,31 +193,83 @@ def _lines(data: bytes) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def confirmed(matches: list[Match], ctx: ToolContext) -> list[Match]:
+def confirmed(matches: list[Match], where: WorkspacePath, asked: str, root_arg: str) -> list[Match]:
     """The matches whose line is really there when the file is read beneath the workspace.
 
     ripgrep opens paths by name, so a directory swapped for a symlink mid-search could
-    show it a file outside; each file it reports is read again through descriptors, and
-    only lines found there are kept.
+    show it a file outside; each file it reports is read again through descriptors,
+    from the searched directory's own, and only lines found there are kept, as read
+    there. ``root_arg`` is the searched path as ripgrep was given it (``where``).
     """
     by_path: dict[str, list[Match]] = {}
     for m in matches:
         by_path.setdefault(m.path, []).append(m)
+    prefix = "" if root_arg == "." else root_arg.rstrip("/") + "/"
     kept: list[Match] = []
-    for path, found in by_path.items():
-        try:
-            with opened(locate(ctx, path), path) as fd:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    continue
-                with os.fdopen(fd, "rb", closefd=False) as f:
-                    lines = _lines(f.read())
-        except (ToolError, OSError):
+    try:
+        with opened(where, asked) as top:
+            top_is_dir = stat.S_ISDIR(os.fstat(top).st_mode)
+            for path, found in by_path.items():
+                if top_is_dir:
+                    if not path.startswith(prefix):
+                        continue
+                    data = _read_beneath(top, path[len(prefix) :])
+                else:
+                    data = _read_fd(top) if path == os.path.normpath(root_arg) else None
+                if data is not None:
+                    kept.extend(_same_lines(found, data))
+    except (ToolError, OSError):
+        return []
+    return kept
+
+
+def _read_beneath(top: int, rel: str) -> bytes | None:
+    try:
+        fd = open_beneath(top, rel, READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        return _read_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int) -> bytes | None:
+    size = os.fstat(fd)
+    if not stat.S_ISREG(size.st_mode):
+        return None
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, max(size.st_size + 1 - offset, _CHUNK), offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _same_lines(found: list[Match], data: bytes) -> list[Match]:
+    # Split as _lines does, decoding only the lines asked about (UTF-8 never has a
+    # newline byte inside a character, so the decoded lines are the same).
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    kept = []
+    for m in found:
+        if not 0 < m.line <= len(lines):
             continue
-        kept.extend(m for m in found if 0 < m.line <= len(lines) and lines[m.line - 1] == m.text)
+        line = lines[m.line - 1].decode("utf-8", errors="replace").removesuffix("\r")
+        # ripgrep's line keeps its CR (and gains one more when the last line, ending
+        # in CR, has no newline): the line shown is the one read here.
+        said = m.text.removesuffix("\r")
+        if line == said or line == said.removesuffix("\r"):
+            kept.append(Match(m.path, m.line, line))
     return kept
 
 
 # --- ripgrep -------------------------------------------------------------------
+
+_LISTING = ["--line-number", "--with-filename", "--heading", "--null", "--color", "never"]
+_MATCH_LINE = re.compile(rb"[0-9]+:")
+_COUNT = re.compile(rb"\0([0-9]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +279,7 @@ class RgFound:
 
 
 def rg_command(rg: str, args: GrepArgs, root_arg: str, root_is_file: bool) -> list[str]:
-    """The counting pass: matching lines per file (``path NUL count``), nothing else."""
+    """The counting run: matching lines per file (``path NUL count``), nothing else."""
     cmd = [rg, *_rg_common(args), "--count", "--with-filename", "--null"]
     if args.glob and not root_is_file:
         cmd += ["--glob", args.glob]
@@ -238,79 +298,77 @@ def _rg_common(args: GrepArgs) -> list[str]:
 
 
 async def _run_rg(cmd: Sequence[str | bytes], args: GrepArgs, ctx: ToolContext) -> bytes:
-    proc = await asyncio.create_subprocess_exec(
-        *cmd,
-        cwd=ctx.cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
+    result = await run_piped(cmd, ctx.cwd)
     # 0: matches, 1: none, 2: an error; --no-messages leaves only fatal ones such
     # as a bad regex, not unreadable files.
-    if proc.returncode not in (0, 1):
-        message = err.decode("utf-8", errors="replace").strip() or f"exit {proc.returncode}"
-        raise ToolError(f"grep failed for pattern {args.pattern!r}: {message}")
-    return out
+    if result.returncode not in (0, 1):
+        message = result.stderr.decode("utf-8", errors="replace").strip()
+        raise ToolError(
+            f"grep failed for pattern {args.pattern!r}: {message or f'exit {result.returncode}'}"
+        )
+    return result.stdout
 
 
 async def _search_rg(
-    rg: str, args: GrepArgs, root: Path, root_is_file: bool, ctx: ToolContext
+    rg: str, args: GrepArgs, root_arg: str, root_is_file: bool, ctx: ToolContext
 ) -> RgFound:
-    """Two ripgrep runs: one counts the matching lines of every file (cheap: nothing
-    but a count per file crosses the pipe), the other prints the lines of only the
-    first files in path order, enough to fill what is shown. Parsing and sorting
-    hundreds of thousands of match records would cost many times ripgrep's search."""
-    counted = await _run_rg(rg_command(rg, args, display_path(ctx, root), root_is_file), args, ctx)
-    per_file = parse_rg_counts(counted)
-    total = sum(count for _shown, _raw, count in per_file)
+    """Two ripgrep runs: one counts the matching lines of every file (nothing but a
+    count per file crosses the pipe), the other lists the lines of only the first
+    files in path order, enough to fill what is shown.
+
+    One run listing every line would spare a process, but past a few megabytes of
+    listing, reading it costs more than the second run; and stopping a long listing
+    to count instead walks the tree twice, just when it was nearly done."""
+    counted = await _run_rg(rg_command(rg, args, root_arg, root_is_file), args, ctx)
+    total = sum(map(int, _COUNT.findall(counted)))
     wanted: list[bytes] = []
     covered = 0
-    for _shown, raw, count in sorted(per_file):
+    # "path NUL count": NUL is below every byte of a path, so these sort by path
+    # (bytes order is code point order for UTF-8).
+    for record in heapq.nsmallest(MAX_MATCHES, counted.splitlines()):
+        raw, sep, count = record.rpartition(b"\0")
         if covered >= MAX_MATCHES:
             break
-        wanted.append(raw)
-        covered += count
+        if sep and count.isdigit():
+            wanted.append(raw)
+            covered += int(count)
     if not wanted:
         return RgFound([], total)
     # At most MAX_MATCHES lines from any one file: a file's first lines are the ones shown.
-    lines_cmd: list[str | bytes] = [rg, "--json", *_rg_common(args), "--max-count"]
+    lines_cmd: list[str | bytes] = [rg, *_rg_common(args), *_LISTING, "--max-count"]
     lines_cmd += [str(MAX_MATCHES), "--regexp", args.pattern, "--", *wanted]
-    shown = heapq.nsmallest(MAX_MATCHES, parse_rg_json(await _run_rg(lines_cmd, args, ctx)))
+    shown = first_matches(parse_rg_listing(await _run_rg(lines_cmd, args, ctx)))
     return RgFound(shown, max(total, len(shown)))
 
 
-def parse_rg_counts(output: bytes) -> list[tuple[str, bytes, int]]:
-    """``(shown path, path as ripgrep printed it, matching lines)`` per file."""
-    found = []
-    for record in output.splitlines():
-        raw, sep, count = record.rpartition(b"\0")
-        if not sep or not count.isdigit():
-            continue
-        shown = os.path.normpath(raw.decode("utf-8", errors="replace"))
-        found.append((shown, raw, int(count)))
-    return found
+def parse_rg_listing(output: bytes) -> list[bytes]:
+    """ripgrep's ``--heading --null`` listing: per file ``path NUL`` then ``N:text``
+    lines, files apart by an empty line (a listed line is never empty). Returns each
+    file's block, in path order (NUL is below every byte of a path).
+
+    A file ripgrep finds a NUL byte in after some matches ends with a notice, not a
+    line: binary, it is left out, as the Python search and ripgrep's count leave it."""
+    files = []
+    for block in output.removesuffix(b"\n").split(b"\n\n"):
+        head = block.find(b"\0")
+        last = max(block.rfind(b"\n"), head) + 1
+        if head >= 0 and _MATCH_LINE.match(block, last):
+            files.append(block)
+    return sorted(files)
 
 
-def parse_rg_json(output: bytes) -> list[Match]:
-    matches: list[Match] = []
-    for raw in output.splitlines():
-        event = json.loads(raw)
-        if event.get("type") != "match":
-            continue
-        data = event["data"]
-        path = os.path.normpath(_rg_text(data["path"]))
-        text = _rg_text(data["lines"]).removesuffix("\n").removesuffix("\r")
-        matches.append(Match(path, int(data["line_number"]), text))
-    return matches
-
-
-def _rg_text(field: dict[str, str]) -> str:
-    # ripgrep sends {"text": ...} for UTF-8 and {"bytes": base64} otherwise.
-    if "text" in field:
-        return field["text"]
-    return base64.b64decode(field["bytes"]).decode("utf-8", errors="replace")
+def first_matches(files: list[bytes]) -> list[Match]:
+    """The first MAX_MATCHES lines of the listed files, given in path order."""
+    shown: list[Match] = []
+    for block in files:
+        raw, _, body = block.partition(b"\0")
+        path = os.path.normpath(raw.decode("utf-8", errors="replace"))
+        wanted = MAX_MATCHES - len(shown)
+        for line in body.split(b"\n", wanted)[:wanted]:
+            number, _, text = line.partition(b":")
+            if not number.isdigit():
+                continue
+            shown.append(Match(path, int(number), text.decode("utf-8", errors="replace")))
+        if len(shown) >= MAX_MATCHES:
+            break
+    return shown
