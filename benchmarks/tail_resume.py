@@ -259,7 +259,7 @@ def _status(key):
     return None
 
 async def _probe():
-    while "loaded_frame" not in _marks:
+    while "ready" not in _marks:
         t = time.monotonic()
         await asyncio.sleep(0.005)
         _lags.append(time.monotonic() - t - 0.005)
@@ -275,8 +275,6 @@ def _display(self, screen, renderable):
     if "first_frame" not in _marks:
         _marks["first_frame"] = now
         self._bench_probe = asyncio.get_running_loop().create_task(_probe())
-    if getattr(self, "session", None) is not None and "ready" not in _marks:
-        _marks["ready"] = now
     if "load_end" in _marks and "loaded_frame" not in _marks:
         _marks["loaded_frame"] = now
         _marks["rss_kib"] = _status("VmRSS")
@@ -285,6 +283,14 @@ def _display(self, screen, renderable):
         _marks["probes"] = len(_lags)
         _marks["items"] = len(self.timeline.transcript.items)
         _marks["turns"] = self.timeline.transcript.turns
+    # Ready: the session is open (its model, loop and history) and its tail drawn;
+    # the tail may be drawn before (tail first), never after.
+    if "loaded_frame" in _marks and "ready" not in _marks and self.__dict__.get("session"):
+        _marks["ready"] = now
+        _marks["ready_rss_kib"] = _status("VmRSS")
+        _marks["ready_hwm_kib"] = _status("VmHWM")
+        _marks["ready_stall"] = max(_lags, default=0.0)
+        _marks["ready_turns"] = self.timeline.transcript.turns
         self.call_later(self.exit)
 
 """
@@ -293,8 +299,9 @@ def _display(self, screen, renderable):
     _orig_load = _tl.Timeline.load
     def _load(self, events, **kw):
         _marks["load_start"] = time.monotonic()
-        _orig_load(self, events, **kw)
+        out = _orig_load(self, events, **kw)
         _marks["load_end"] = time.monotonic()
+        return out
     _tl.Timeline.load = _load
     from app.cli import main
     main(_p["argv"])
@@ -365,9 +372,13 @@ def run_resume(
         "rss_kib": marks["rss_kib"],
         "hwm_kib": marks["hwm_kib"],
         "max_stall_s": marks["max_stall"],
+        "ready_rss_kib": marks["ready_rss_kib"],
+        "ready_hwm_kib": marks["ready_hwm_kib"],
+        "ready_stall_s": marks["ready_stall"],
         "probes": marks["probes"],
         "items": marks["items"],
         "turns": marks["turns"],
+        "ready_turns": marks["ready_turns"],
     }
 
 
