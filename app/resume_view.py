@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 from textual.widget import AwaitMount
 
-from agent import tail_resume
 from agent.blocks import Block
 from agent.events import Event
-from agent.replay import EventIndex
-from agent.tail_resume import Counts, TailPreview
 from agent.transcript import Transcript
 from widgets.timeline import Timeline
 
 if TYPE_CHECKING:
-    # The session (its loop, model and tools) loads after the first frame.
+    # The session (its loop, model and tools) loads after the first frame, and what
+    # reads a log back only for a resume.
+    from agent.replay import EventIndex
     from agent.session import Session
+    from agent.tail_resume import Counts, TailPreview
 
 # Blocks folded from an older window get ids far below the live transcript's (which
 # count up from 1), so that no two blocks in the timeline share one.
@@ -31,6 +31,8 @@ _ID_SPAN = 10_000_000
 
 
 def counts_before(index: EventIndex, position: int) -> Counts:
+    from agent.tail_resume import Counts
+
     counts = Counts()
     for etype in index.types[:position]:
         counts.add(etype)
@@ -113,6 +115,8 @@ class EarlierTurns:
     def __init__(self, index: EventIndex, start: int, turns: int | None = None) -> None:
         self.index = index
         self.start = start  # the first event already folded
+        from agent import tail_resume
+
         self.turns = tail_resume.TAIL_TURNS if turns is None else turns
         self._windows = 0
 
