@@ -27,6 +27,7 @@ from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import set_up
+from app.drawn import until_drawn
 from app.resume_view import draw_preview, finish_preview, rest_after_preview, seed_timeline
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 
 SessionOpener = Callable[[], Awaitable["Session"]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
-_TAIL_FRAMES = 5  # frames a resumed tail is given to be drawn before the session opens
 QUIT_WINDOW = 2.0  # seconds between two Ctrl+C presses that quit
 STATUS_EVENTS = frozenset(
     {
@@ -183,13 +183,8 @@ class LoopdeckApp(App[int]):
         if mounted is None:
             return
         await mounted
-        # Until the tail is laid out and painted (a frame or two): what opens the
-        # session next would otherwise take turns with drawing it.
-        last = self.timeline.children[-1]
-        for _ in range(_TAIL_FRAMES):
-            await self.screen.wait_for_refresh()
-            if last.size.height:
-                break
+        # The session opens once the tail is on screen, not taking turns with it.
+        await until_drawn(self.screen, self.timeline.children[-1])
 
     def _show(self, session: Session) -> None:
         """Make ``session`` the app's: its log in the timeline, its events from now on."""

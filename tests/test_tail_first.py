@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent.futures import Future
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,27 @@ async def test_a_log_that_changed_after_its_tail_was_drawn_is_drawn_again(
         assert _turns(app) == [whole - 2, whole - 1, whole]
         ids = [b.block_id for b in transcript.items]
         assert len(set(ids)) == len(ids)
+
+
+async def test_the_index_reads_a_timestamp_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.replay
+
+    store, sid = await _log(tmp_path, 3)
+    path = store.events_path(sid)
+    read: list[bytes] = []
+    real = agent.replay._envelope_stamp
+
+    def counting(line: bytes, *, whole: bool) -> bytes | None:
+        read.append(line)
+        return real(line, whole=whole)
+
+    monkeypatch.setattr(agent.replay, "_envelope_stamp", counting)
+    index = EventIndex.build(path)
+    assert len(index) > 10 and read == []  # indexing never looks for timestamps
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    last = rows[-1]["timestamp"]
+    assert index.times[-1] == datetime.fromisoformat(last).timestamp()
+    assert len(read) == 1 and len(read[0]) <= 300  # the line's tail, not the line
+    assert index.times[-1] is not None and len(read) == 1  # read once
