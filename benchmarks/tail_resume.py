@@ -279,6 +279,7 @@ def _display(self, screen, renderable):
         self._bench_probe = asyncio.get_running_loop().create_task(_probe())
     if "load_end" in _marks and "loaded_frame" not in _marks:
         _marks["loaded_frame"] = now
+        _marks["cpu_tail"] = time.process_time()
         _marks["rss_kib"] = _status("VmRSS")
         _marks["hwm_kib"] = _status("VmHWM")
         _marks["max_stall"] = max(_lags, default=0.0)
@@ -289,6 +290,7 @@ def _display(self, screen, renderable):
     # the tail may be drawn before (tail first), never after.
     if "loaded_frame" in _marks and "ready" not in _marks and self.__dict__.get("session"):
         _marks["ready"] = now
+        _marks["cpu_ready"] = time.process_time()
         _marks["ready_rss_kib"] = _status("VmRSS")
         _marks["ready_hwm_kib"] = _status("VmHWM")
         _marks["ready_stall"] = max(_lags, default=0.0)
@@ -381,6 +383,10 @@ def run_resume(
         "items": marks["items"],
         "turns": marks["turns"],
         "ready_turns": marks["ready_turns"],
+        # CPU seconds of the whole process from its start: steadier than the clock
+        # on a loaded machine (what the work costs, not how long it waited for a CPU).
+        "cpu_tail_s": marks["cpu_tail"],
+        "cpu_ready_s": marks["cpu_ready"],
     }
 
 
@@ -419,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             "resume": [],
             "replay": [],
             "baseline": [],
+            "baseline-replay": [],
         }
         replay_argv = ["replay", log["path"], "--speed", "instant"]
         for i in range(args.repeat):
@@ -432,6 +439,17 @@ def main(argv: list[str] | None = None) -> int:
             runs["replay"].append(
                 run_cold("instant", replay_argv, size=size, encode=args.encode, home=root / "rp")
             )
+            if args.baseline:
+                runs["baseline-replay"].append(
+                    run_cold(
+                        "instant",
+                        replay_argv,
+                        size=size,
+                        encode=args.encode,
+                        home=root / "rp",
+                        code=args.baseline,
+                    )
+                )
             print(
                 f"  run {i + 1}/{args.repeat}: bare {runs['bare-textual'][-1]['first_frame_s']:.3f}"
                 f" s, resume tail {runs['resume'][-1]['tail_s']:.3f} s, replay tail "
@@ -459,6 +477,11 @@ def main(argv: list[str] | None = None) -> int:
         "resume_ready_max_stall_ms": max(r["ready_stall_s"] for r in runs["resume"]) * 1000,
         "replay_tail_s": replay_tail,
         "replay_ratio": replay_tail / bare,
+        "cpu_bare_s": _median(runs["bare-textual"], "cpu_goal_s"),
+        "cpu_new_s": _median(runs["new"], "cpu_ready_s"),
+        "cpu_resume_tail_s": _median(runs["resume"], "cpu_tail_s"),
+        "cpu_resume_ready_s": _median(runs["resume"], "cpu_ready_s"),
+        "cpu_replay_s": _median(runs["replay"], "cpu_goal_s"),
     }
     if runs["baseline"]:
         summary["baseline_tail_s"] = _median(runs["baseline"], "tail_s")
@@ -467,6 +490,10 @@ def main(argv: list[str] | None = None) -> int:
         summary["baseline_ready_max_stall_ms"] = (
             max(r["ready_stall_s"] for r in runs["baseline"]) * 1000
         )
+        summary["baseline_replay_tail_s"] = _median(runs["baseline-replay"], "goal_s")
+        summary["baseline_replay_ratio"] = summary["baseline_replay_tail_s"] / bare
+        summary["cpu_baseline_resume_s"] = _median(runs["baseline"], "cpu_tail_s")
+        summary["cpu_baseline_replay_s"] = _median(runs["baseline-replay"], "cpu_goal_s")
         summary["baseline_rss_mib"] = _median(runs["baseline"], "rss_kib") / 1024
         summary["baseline_peak_rss_mib"] = _median(runs["baseline"], "hwm_kib") / 1024
         summary["baseline_max_stall_ms"] = max(r["max_stall_s"] for r in runs["baseline"]) * 1000
@@ -538,6 +565,34 @@ def main(argv: list[str] | None = None) -> int:
         ),
         ("replay: tail drawn", f"{replay_tail * 1000:,.0f} ms", ""),
         ("replay: tail / bare", f"{summary['replay_ratio']:.2f}×", "≤ 3×"),
+        *(
+            [
+                (
+                    "baseline replay: tail drawn",
+                    f"{summary['baseline_replay_tail_s'] * 1000:,.0f} ms "
+                    f"({summary['baseline_replay_ratio']:.2f}×)",
+                    "",
+                )
+            ]
+            if runs["baseline-replay"]
+            else []
+        ),
+    ]
+    cpu = [("bare Textual: first frame", summary["cpu_bare_s"])]
+    cpu += [
+        ("new session: ready", summary["cpu_new_s"]),
+        ("resume: tail drawn", summary["cpu_resume_tail_s"]),
+        ("resume: ready", summary["cpu_resume_ready_s"]),
+        ("replay: tail drawn", summary["cpu_replay_s"]),
+    ]
+    if runs["baseline"]:
+        cpu += [
+            ("baseline resume: tail drawn", summary["cpu_baseline_resume_s"]),
+            ("baseline replay: tail drawn", summary["cpu_baseline_replay_s"]),
+        ]
+    rows += [
+        (f"CPU: {label}", f"{value * 1000:,.0f} ms ({value / summary['cpu_bare_s']:.2f}×)", "")
+        for label, value in cpu
     ]
     for label, value, target in rows:
         print(f"  {label:<42} {value:>16}   {target}")
