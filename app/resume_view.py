@@ -63,7 +63,16 @@ def draw_preview(timeline: Timeline, preview: TailPreview) -> AwaitMount | None:
     if preview.usage is not None:
         transcript.apply(preview.usage)
     timeline.reset(transcript)
+    if preview.tail_start > 0 or preview.index.start > 0:
+        keep_scrollbar_room(timeline)
     return timeline.load(preview.events)
+
+
+def keep_scrollbar_room(timeline: Timeline) -> None:
+    """A long log's tail fills more than a screen: its scrollbar will show. Its room
+    is kept from the start, so the turns are not laid out without it first and then
+    all drawn again one column narrower."""
+    timeline.styles.scrollbar_gutter = "stable"
 
 
 def rest_after_preview(preview: TailPreview, session: Session) -> list[Event] | None:

@@ -23,6 +23,16 @@ DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
 
 
 def run_tui(args: argparse.Namespace, cwd: Path) -> int:
+    from app.gc_policy import pause_until_up, resume_collection
+
+    pause_until_up()
+    try:
+        return _run_tui(args, cwd)
+    finally:
+        resume_collection()
+
+
+def _run_tui(args: argparse.Namespace, cwd: Path) -> int:
     demo = (args.model or "") == "scripted:demo"
     if demo and not args.resume and not args.continue_ and not args.mode and not args.autopilot:
         # The demo's story: a plan to approve, then (in autopilot) a nudge and task_complete.

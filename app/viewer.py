@@ -24,6 +24,7 @@ from agent.store import unreadable_row
 from agent.transcript import Transcript
 from app.app_setup import set_up
 from app.drawn import until_drawn
+from app.resume_view import keep_scrollbar_room
 from widgets.format import duration
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
@@ -209,6 +210,7 @@ class ReplayScreen(ViewerScreen):
         _seed_usage(transcript, self.index, start)
         self.timeline.reset(transcript)
         if start > 0:
+            keep_scrollbar_room(self.timeline)
             self.timeline.mark(f"… {first_turn} earlier turns not loaded (press g to start over)")
         at_end = self.finished and position == len(self.index)
         self._drawn = self.timeline.load(self.index.read_rows(start, position), finished=at_end)
