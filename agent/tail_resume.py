@@ -15,6 +15,7 @@ Everything here runs off the event loop (the session calls it in a thread).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -368,14 +369,14 @@ class _HeadCounter:
 
 
 def _uniform(index: EventIndex) -> bool:
-    """Whether every line of the window starts with its type, as the head is assumed to."""
+    """Whether every line of the window starts with its type, as the head is assumed to
+    (only each line's first bytes are read: a window of huge lines is not held)."""
     if not len(index):
         return False
-    with index.path.open("rb") as fh:
-        fh.seek(index.offsets[0])
-        window = fh.read(index.size - index.offsets[0])
-    base = index.offsets[0]
-    return all(window.startswith(_LINE_HEAD, offset - base) for offset in index.offsets)
+    head = len(_LINE_HEAD)
+    with index.path.open("rb", buffering=0) as fh:
+        fd = fh.fileno()
+        return all(os.pread(fd, head, offset) == _LINE_HEAD for offset in index.offsets)
 
 
 def _event_at(path: Path, offset: int) -> Event | None:

@@ -110,14 +110,13 @@ def start_tail(args: argparse.Namespace, cwd: Path) -> Future[TailPreview] | Non
     while the session opens (None: nothing to draw, a new session or a forked log)."""
     if args.resume is None and not args.continue_:
         return None
-    from agent.store import SessionNotFound
     from app.locate import target_of_args
 
     store = SessionStore(loopdeck_home())
     try:
         target = target_of_args(args, store, cwd)
-    except (SessionNotFound, OSError):
-        return None  # the opener says why
+    except Exception:  # whatever it is, the opener meets it again and says why
+        return None
     if target is None or target.session_id is None:
         return None
     path = store.events_path(target.session_id)

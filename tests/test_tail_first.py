@@ -241,3 +241,25 @@ async def test_the_index_reads_a_timestamp_only_when_asked(
     assert index.times[-1] == datetime.fromisoformat(last).timestamp()
     assert len(read) == 1 and len(read[0]) <= 300  # the line's tail, not the line
     assert index.times[-1] is not None and len(read) == 1  # read once
+
+
+async def test_the_cli_starts_reading_the_tail_only_for_a_session_resumed_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.cli import build_parser
+    from app.tui import start_tail
+
+    store, sid = await _log(tmp_path, 4)
+    monkeypatch.setenv("LOOPDECK_HOME", str(store.root.parent))
+    parser = build_parser()
+    assert start_tail(parser.parse_args([]), tmp_path) is None  # a new session
+    assert start_tail(parser.parse_args(["--resume", "no-such-id"]), tmp_path) is None
+    copied = tmp_path / "elsewhere" / "events.jsonl"  # outside the store: forked
+    copied.parent.mkdir()
+    copied.write_bytes(store.events_path(sid).read_bytes())
+    assert start_tail(parser.parse_args(["--resume", str(copied)]), tmp_path) is None
+    future = start_tail(parser.parse_args(["--resume", sid[:8]]), tmp_path)
+    assert future is not None
+    preview = future.result(timeout=60)
+    assert preview.index.path == store.events_path(sid)
+    assert _seen(preview) == _whole(store.events_path(sid), agent.tail_resume.TAIL_TURNS)
