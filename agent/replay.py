@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from agent.events import Event, EventParseError, event_from_json
 from agent.store import EVENTS_FILE, unreadable_row
@@ -41,10 +40,13 @@ class EventIndex:
     path: Path
     offsets: array[int] = field(default_factory=lambda: array("q"))  # 8 bytes per line
     types: list[str] = field(default_factory=list)
-    times: Stamps = field(default_factory=lambda: Stamps())
+    times: Stamps = field(init=False)  # read from the log line by line when asked
     turn_starts: list[int] = field(default_factory=list)  # positions of turn_start lines
     size: int = 0  # bytes indexed (up to the last complete line)
     start: int = 0  # byte offset of the first line indexed (see build_tail)
+
+    def __post_init__(self) -> None:
+        self.times = Stamps(self)
 
     @classmethod
     def build(cls, path: Path) -> EventIndex:
@@ -91,7 +93,8 @@ class EventIndex:
 
         The file is mapped a window at a time (never read line by line, never held
         whole), and of each line only the head (its type) and the tail (its
-        timestamp) are looked at: a 230 MB log indexes in a fraction of a second."""
+        timestamp, read only when asked: see :class:`Stamps`) are looked at: a 230 MB
+        log indexes in a fraction of a second."""
         added = 0
         with self.path.open("rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -116,8 +119,8 @@ class EventIndex:
     def _scan(self, buf: mmap.mmap, base: int, start: int) -> tuple[int, int, int]:
         """Index the whole lines of ``buf`` (byte ``base`` of the file) from ``start``:
         (lines added, file offset after the last whole line, its index in ``buf``)."""
-        find, rfind, search = buf.find, buf.rfind, _TYPE.search
-        offsets, types, times, turn_starts = self.offsets, self.types, self.times, self.turn_starts
+        find, search = buf.find, _TYPE.search
+        offsets, types, turn_starts = self.offsets, self.types, self.turn_starts
         added = 0
         while True:
             end = find(b"\n", start)
@@ -139,13 +142,27 @@ class EventIndex:
                 turn_starts.append(len(offsets))
             offsets.append(base + start)
             types.append(etype)
-            times.append_raw(_stamp_bytes(buf, rfind, start, end))
             added += 1
             start = end + 1
         return added, base + start, start
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def stamp_bytes(self, position: int) -> bytes | None:
+        """The timestamp (undecoded) of the line at ``position``, from the log."""
+        start = self.offsets[position]
+        end = self.offsets[position + 1] if position + 1 < len(self.offsets) else self.size
+        with self.path.open("rb") as fh:
+            # The line's tail first (the envelope's timestamp comes after its data).
+            head = max(start, end - _TAIL - 2)
+            fh.seek(head)
+            line = fh.read(end - head).rstrip()
+            stamp = _envelope_stamp(line, whole=head == start)
+            if stamp is None and head > start:
+                fh.seek(start)
+                stamp = _envelope_stamp(fh.read(end - start).rstrip(), whole=True)
+        return stamp
 
     def read(self, start: int, stop: int) -> list[Event]:
         """Parse lines ``start:stop``; corrupt ones are skipped, as the reader does."""
@@ -209,52 +226,55 @@ _HEAD = 256  # bytes from a line's start that hold its type
 _TAIL = 256  # bytes from its end that hold its timestamp (and parentId, ephemeral)
 
 
-def _stamp_bytes(buf: mmap.mmap, rfind: Any, start: int, end: int) -> bytes | None:
-    """The envelope's timestamp (undecoded) of the line ``start:end``.
+def _envelope_stamp(line: bytes, *, whole: bool) -> bytes | None:
+    """The envelope's timestamp (undecoded) in ``line``: the whole line, or (not
+    ``whole``) only its tail, where None means the whole line is needed.
 
-    Read from the line's tail when the last ``"timestamp"`` there is the envelope's:
+    Taken from the line's tail when the last ``"timestamp"`` there is the envelope's:
     only scalar fields (no braces or brackets) and the envelope's closing brace follow
-    it. Otherwise (another key order, say) the first one in the line, as before.
+    it. Otherwise (another key order, say) the first one in the whole line.
     """
-    at = rfind(b'"timestamp"', max(start, end - _TAIL), end)
+    at = line.rfind(b'"timestamp"')
     if at >= 0:
-        found = _TIMESTAMP.match(buf, at, end)
+        found = _TIMESTAMP.match(line, at)
         if found:
-            rest = buf[found.end() : end]
+            rest = line[found.end() :]
             if rest.count(b"}") == 1 and b"{" not in rest and b"[" not in rest:
                 return found.group(1)
-    stamp = _TIMESTAMP.search(buf, start, end)
+    if not whole:
+        return None
+    stamp = _TIMESTAMP.search(line)
     return stamp.group(1) if stamp else None
 
 
 class Stamps:
-    """Timestamps by line, kept as the bytes the log holds and read as seconds since
-    the epoch when asked: most are never looked at (see :class:`EventIndex`)."""
+    """Timestamps by line, read from the log and parsed when asked: most are never
+    looked at (a replay opened at its end, a resume), so indexing does not read them."""
 
-    __slots__ = ("_raw", "_seconds")
+    __slots__ = ("_index", "_seconds")
 
-    def __init__(self) -> None:
-        self._raw: list[bytes | None] = []
+    def __init__(self, index: EventIndex) -> None:
+        self._index = index
         self._seconds: dict[int, float | None] = {}
 
-    def append_raw(self, raw: bytes | None) -> None:
-        self._raw.append(raw)
-
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._index.offsets)
 
     def __getitem__(self, position: int) -> float | None:
+        count = len(self._index.offsets)
         if position < 0:
-            position += len(self._raw)
+            position += count
+        if not 0 <= position < count:
+            raise IndexError("timestamp position out of range")
         if position in self._seconds:
             return self._seconds[position]
-        raw = self._raw[position]
+        raw = self._index.stamp_bytes(position)
         seconds = _epoch(raw.decode("ascii", "replace")) if raw is not None else None
         self._seconds[position] = seconds
         return seconds
 
     def __iter__(self) -> Iterator[float | None]:
-        return (self[i] for i in range(len(self._raw)))
+        return (self[i] for i in range(len(self)))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Stamps | list):
@@ -264,9 +284,9 @@ class Stamps:
     __hash__ = None  # type: ignore[assignment]  # mutable, like a list
 
     def splice_before(self, head: Stamps) -> None:
-        """Put ``head`` (the lines before these) first."""
-        shift = len(head._raw)
-        self._raw[:0] = head._raw
+        """``head`` (the lines before these) was put first in the index: what was
+        read moves by its length."""
+        shift = len(head)
         moved = {i + shift: v for i, v in self._seconds.items()}
         moved.update(head._seconds)
         self._seconds = moved

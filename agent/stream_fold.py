@@ -77,7 +77,11 @@ STREAM_DATA = (
 
 
 class _Fields(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    # Built on first use: the first model built loads pydantic's plugins (and
+    # importlib.metadata), which the app's first frame does not need.
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True
+    )
 
 
 class RunUsage(_Fields):

@@ -15,6 +15,7 @@ Everything here runs off the event loop (the session calls it in a thread).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,3 +248,147 @@ def _first_prompt(index: EventIndex, tries: int = 20) -> str:
         if not event.data.is_autopilot_continuation:
             return event.data.content
     return ""
+
+
+# --- the tail before the session opens ---------------------------------------------
+
+_LINE_HEAD = b'{"type":"'  # how writers start a line (the type first): counted without parsing
+_TAIL_WINDOW = 1 << 20  # bytes read back from the end at first; grown until the tail fits
+_COUNT_CHUNK = 4 << 20  # bytes read at a time while counting the lines before the window
+
+
+@dataclass(slots=True)
+class TailPreview:
+    """The end of a log read before its session opens, so the timeline can draw it
+    while the model, the loop and the rest of the log load. :func:`plan_resume` reads
+    the same tail again for the session; the app keeps what it drew when they agree."""
+
+    index: EventIndex  # the lines from ``index.start`` (a line start) to the end
+    tail_start: int  # position in ``index`` of the first event drawn
+    events: list[Event]  # the events drawn (corrupt lines left out, as resume does)
+    turns_before: int  # ``Counts.turns`` of the log before ``tail_start``
+    usage: Event | None  # the last usage checkpoint before ``tail_start``
+    usage_offset: int  # its byte offset in the log (-1: none)
+
+    @property
+    def offset(self) -> int:
+        """Byte offset of the first event drawn."""
+        index = self.index
+        return index.offsets[self.tail_start] if self.tail_start < len(index) else index.size
+
+
+def read_tail(path: Path, tail_turns: int | None = None) -> TailPreview:
+    """The last ``tail_turns`` turns of ``path``, read back from its end a window at a
+    time (blocking: call it in a thread). Only the lines before the window are not
+    indexed: the turns among them are counted by their line's head (every writer puts
+    the type first; a log that does not is indexed whole instead)."""
+    tail_turns = TAIL_TURNS if tail_turns is None else tail_turns
+    nbytes = _TAIL_WINDOW
+    while True:
+        index = EventIndex.build_tail(path, nbytes)
+        # More turns than shown, or the whole log: then the tail starts where a
+        # resume of the whole index would start it.
+        if len(index.turn_starts) > tail_turns or index.start == 0:
+            break
+        nbytes *= 4
+    starts = index.turn_starts
+    tail_start = starts[-tail_turns] if len(starts) > tail_turns else 0
+    events = index.read(tail_start, len(index))
+    counts = Counts()
+    for etype in index.types[:tail_start]:
+        counts.add(etype)
+    turns_before = counts.turns
+    usage_at = next(
+        (i for i in range(tail_start - 1, -1, -1) if index.types[i] == "session.usage_checkpoint"),
+        -1,
+    )
+    usage_offset = index.offsets[usage_at] if usage_at >= 0 else -1
+    if index.start > 0:
+        head = _HeadCounter(index)
+        turns_before += head.count(b"assistant.turn_start")
+        if usage_at < 0:
+            usage_offset = head.last(b"session.usage_checkpoint")
+    usage = _event_at(index.path, usage_offset) if usage_offset >= 0 else None
+    return TailPreview(index, tail_start, events, turns_before, usage, usage_offset)
+
+
+class _HeadCounter:
+    """Lines of a type before a tail index's window, found by the line's head."""
+
+    def __init__(self, tail: EventIndex) -> None:
+        self.tail = tail
+        self._whole: EventIndex | None = None
+        if not _uniform(tail):
+            self._whole = tail.head()  # an unusual writer: index the head line by line
+
+    def count(self, etype: bytes) -> int:
+        if self._whole is not None:
+            name = etype.decode()
+            return sum(1 for t in self._whole.types if t == name)
+        needle = b"\n" + _LINE_HEAD + etype + b'"'
+        # Read (the copy runs without the GIL) and counted a chunk at a time: a mapping
+        # would fault every page of a log of hundreds of MB in one by one.
+        keep = len(needle) - 1
+        chunk = bytearray(_COUNT_CHUNK + keep)
+        view = memoryview(chunk)
+        stop = self.tail.start
+        with self.tail.path.open("rb", buffering=0) as fh:
+            first = fh.read(keep)
+            found = 1 if first == needle[1:] else 0
+            fh.seek(0)
+            filled, done = 0, 0
+            while done < stop:
+                got = fh.readinto(view[filled : min(len(chunk), filled + stop - done)])
+                if not got:
+                    break
+                filled += got
+                done += got
+                if filled == len(chunk) or done >= stop:
+                    found += chunk.count(needle, 0, filled)
+                    # The last bytes again at the start: a needle across the seam.
+                    view[:keep] = view[filled - keep : filled]
+                    filled = keep
+        return found
+
+    def last(self, etype: bytes) -> int:
+        """The byte offset of the last line of ``etype`` before the window (-1: none)."""
+        if self._whole is not None:
+            name = etype.decode()
+            whole = self._whole
+            at = next((i for i in range(len(whole) - 1, -1, -1) if whole.types[i] == name), -1)
+            return whole.offsets[at] if at >= 0 else -1
+        needle = b"\n" + _LINE_HEAD + etype + b'"'
+        with self.tail.path.open("rb") as fh:
+            # Back from the window a chunk at a time; chunks overlap by a needle.
+            stop = self.tail.start
+            while stop > 0:
+                begin = max(0, stop - _COUNT_CHUNK)
+                fh.seek(begin)
+                data = fh.read(min(stop + len(needle) - 1, self.tail.start) - begin)
+                at = data.rfind(needle)
+                if at >= 0:
+                    return begin + at + 1
+                stop = begin
+            fh.seek(0)
+            return 0 if fh.read(len(needle) - 1) == needle[1:] else -1
+
+
+def _uniform(index: EventIndex) -> bool:
+    """Whether every line of the window starts with its type, as the head is assumed to
+    (only each line's first bytes are read: a window of huge lines is not held)."""
+    if not len(index):
+        return False
+    head = len(_LINE_HEAD)
+    with index.path.open("rb", buffering=0) as fh:
+        fd = fh.fileno()
+        return all(os.pread(fd, head, offset) == _LINE_HEAD for offset in index.offsets)
+
+
+def _event_at(path: Path, offset: int) -> Event | None:
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        raw = fh.readline()
+    try:
+        return event_from_json(raw.decode("utf-8", "replace").strip())
+    except (ValueError, EventParseError):
+        return None

@@ -26,7 +26,8 @@ MAX_TODOS = 50
 
 
 class TodoItem(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built on first use, not on the way to the app's first frame.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str = Field(min_length=1, description="Short kebab-case id, kept across updates.")
     title: str = Field(min_length=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,8 @@ from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import exit_on_signals, set_up
-from app.resume_view import seed_timeline
+from app.drawn import until_drawn
+from app.resume_view import draw_preview, finish_preview, rest_after_preview, seed_timeline
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
 from widgets.permission_level import PermissionLevelScreen
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     # The session (and the loop and tools it brings) is imported by the opener, after
     # the first frame.
     from agent.session import Session
+    from agent.tail_resume import TailPreview
     from agent.tools.base import ToolResult
     from agent.user_input import UserAnswer, UserQuestion
 
@@ -96,11 +99,15 @@ class LoopdeckApp(App[int]):
         resumer: Callable[[str], Awaitable[Session]] | None = None,
         store: SessionStore | None = None,
         model_factory: Callable[[str], ModelClient] | None = None,
+        tail: Future[TailPreview] | None = None,
     ) -> None:
         super().__init__()
         # How /model builds a client for a name (the CLI's flags apply; see app/tui.py).
         self._model_factory = model_factory
         self._opener = opener
+        # --resume: the end of the log, being read, drawn while the session opens.
+        self._tail = tail
+        self._preview: TailPreview | None = None
         self._resumer = resumer
         self._store = store
         self._initial_prompt = initial_prompt
@@ -157,6 +164,8 @@ class LoopdeckApp(App[int]):
             await self.session.close()
 
     async def _start(self) -> None:
+        if self._tail is not None:
+            await self._draw_tail(self._tail)
         try:
             session = await self._opener()
         except StartupError as exc:
@@ -171,6 +180,22 @@ class LoopdeckApp(App[int]):
             return
         self._show(session)
 
+    async def _draw_tail(self, tail: Future[TailPreview]) -> None:
+        """Resume, tail first: the end of the log (read back from its end in a thread
+        since launch) is drawn before the session (its model, loop, tools and whole
+        index) is open; the session opens once that frame is on screen."""
+        try:
+            preview = await asyncio.wrap_future(tail)
+        except Exception:  # the session reads the log again, and says what is wrong
+            return
+        mounted = draw_preview(self.timeline, preview)
+        self._preview = preview
+        if mounted is None:
+            return
+        await mounted
+        # The session opens once the tail is on screen, not taking turns with it.
+        await until_drawn(self.screen, self.timeline.children[-1])
+
     def _show(self, session: Session) -> None:
         """Make ``session`` the app's: its log in the timeline, its events from now on."""
         self.session = session
@@ -182,10 +207,17 @@ class LoopdeckApp(App[int]):
         session.questions.asker = self._ask_user
         session.permission_level.enable()  # here somebody can choose it
         backlog = session.backlog
+        preview, self._preview = self._preview, None
+        rest = rest_after_preview(preview, session) if preview is not None else None
+        if preview is not None and rest is None:
+            self.timeline.reset()  # the log changed since its tail was drawn: again
         if not any(event.type == "user.message" for event in backlog):
             self.timeline.welcome(Static(_welcome(session), classes="welcome"))
-        seed_timeline(self.timeline, session)  # a long log: only its tail is loaded
-        self.timeline.load(backlog)
+        if rest is not None:
+            finish_preview(self.timeline, session, rest)
+        else:
+            seed_timeline(self.timeline, session)  # a long log: only its tail is loaded
+            self.timeline.load(backlog)
         self.todo_panel.show(self.timeline.transcript.todos.items)
         self._stop_watching = session.subscribe(self._on_event)
         self.run_worker(

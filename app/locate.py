@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,3 +83,15 @@ def _ambiguous(exc: SessionNotFound) -> bool:
     """A prefix that matches several sessions (worth saying as is)."""
     text = str(exc)
     return "matches" in text and "sessions (" in text
+
+
+def target_of_args(args: argparse.Namespace, store: SessionStore, cwd: Path) -> ResumeTarget | None:
+    """What the flags resume (in place) or fork, or None for a new session."""
+    if args.continue_ or args.resume == "":
+        latest = store.latest(cwd)
+        if not store.owns(latest):  # a link out of the store: forked, never written
+            return ResumeTarget(fork_from=store.events_path(latest))
+        return ResumeTarget(session_id=latest)
+    if args.resume:
+        return resume_target(args.resume, store)
+    return None

@@ -21,8 +21,7 @@ from agent.permissions import PermissionPolicy, RuleError
 from agent.session import Session
 from agent.session_lock import SessionInUse
 from agent.store import ForeignSession, SessionStore, loopdeck_home
-from app.locate import ResumeTarget
-from app.locate import resume_target as locate_resume_target
+from app.locate import ResumeTarget, target_of_args
 
 _T = TypeVar("_T")
 
@@ -101,14 +100,7 @@ def pick_model(cli_model: str | None, recorded: str | None = None) -> tuple[str,
 
 def resume_target(args: argparse.Namespace, store: SessionStore, cwd: Path) -> ResumeTarget | None:
     """What to resume (in place) or fork, or None for a new session."""
-    if args.continue_ or args.resume == "":
-        latest = store.latest(cwd)
-        if not store.owns(latest):  # a link out of the store: forked, never written
-            return ResumeTarget(fork_from=store.events_path(latest))
-        return ResumeTarget(session_id=latest)
-    if args.resume:
-        return locate_resume_target(args.resume, store)
-    return None
+    return target_of_args(args, store, cwd)
 
 
 def start_mode(args: argparse.Namespace) -> Mode:

@@ -9,13 +9,21 @@ session. Older turns are read from the log's index when the user asks for them
 
 from __future__ import annotations
 
-from agent import tail_resume
+from typing import TYPE_CHECKING
+
+from textual.widget import AwaitMount
+
 from agent.blocks import Block
-from agent.replay import EventIndex
-from agent.session import Session
-from agent.tail_resume import Counts
+from agent.events import Event
 from agent.transcript import Transcript
 from widgets.timeline import Timeline
+
+if TYPE_CHECKING:
+    # The session (its loop, model and tools) loads after the first frame, and what
+    # reads a log back only for a resume.
+    from agent.replay import EventIndex
+    from agent.session import Session
+    from agent.tail_resume import Counts, TailPreview
 
 # Blocks folded from an older window get ids far below the live transcript's (which
 # count up from 1), so that no two blocks in the timeline share one.
@@ -23,6 +31,8 @@ _ID_SPAN = 10_000_000
 
 
 def counts_before(index: EventIndex, position: int) -> Counts:
+    from agent.tail_resume import Counts
+
     counts = Counts()
     for etype in index.types[:position]:
         counts.add(etype)
@@ -46,12 +56,76 @@ def seed_timeline(timeline: Timeline, session: Session) -> None:
     timeline.earlier = EarlierTurns(plan.index, plan.tail_start)
 
 
+def draw_preview(timeline: Timeline, preview: TailPreview) -> AwaitMount | None:
+    """The tail of a log, before its session is open: numbered as in the whole log."""
+    transcript = Transcript()
+    transcript.turns = preview.turns_before
+    if preview.usage is not None:
+        transcript.apply(preview.usage)
+    timeline.reset(transcript)
+    if preview.tail_start > 0 or preview.index.start > 0:
+        keep_scrollbar_room(timeline)
+    return timeline.load(preview.events)
+
+
+def keep_scrollbar_room(timeline: Timeline) -> None:
+    """A long log's tail fills more than a screen: its scrollbar will show. Its room
+    is kept from the start, so the turns are not laid out without it first and then
+    all drawn again one column narrower."""
+    timeline.styles.scrollbar_gutter = "stable"
+
+
+def rest_after_preview(preview: TailPreview, session: Session) -> list[Event] | None:
+    """The backlog events the drawn ``preview`` does not show yet (what resuming
+    added: warnings, turns closed as interrupted, the resume itself), or None when the
+    session read another tail (the log changed, or the preview counted differently):
+    then the timeline is drawn again from the session."""
+    plan = session.resumed_from
+    if plan is None:
+        return None
+    index = plan.index
+    offset = index.offsets[plan.tail_start] if plan.tail_start < len(index) else index.size
+    usage_at = next(
+        (
+            i
+            for i in range(plan.tail_start - 1, -1, -1)
+            if index.types[i] == "session.usage_checkpoint"
+        ),
+        -1,
+    )
+    agrees = (
+        index.path == preview.index.path
+        and offset == preview.offset
+        and session.restored == len(preview.events)
+        and counts_before(index, plan.tail_start).turns == preview.turns_before
+        and (index.offsets[usage_at] if usage_at >= 0 else -1) == preview.usage_offset
+    )
+    return session.backlog[session.restored :] if agrees else None
+
+
+def finish_preview(timeline: Timeline, session: Session, rest: list[Event]) -> None:
+    """What only the whole log knows, added to a drawn preview: the counts before the
+    tail, the todo list, the earlier turns; then what resuming added."""
+    plan = session.resumed_from
+    assert plan is not None
+    transcript = timeline.transcript
+    transcript.tool_calls += counts_before(plan.index, plan.tail_start).tool_calls
+    if transcript.todos.items is None:
+        transcript.todos.items = session.todos.items or None
+    if plan.tail_start > 0:
+        timeline.set_earlier(EarlierTurns(plan.index, plan.tail_start))
+    for event in rest:
+        timeline.apply(event)
+
+
 class EarlierTurns:
     """The turns before ``start`` in a log's index, folded a window at a time."""
 
     def __init__(self, index: EventIndex, start: int, turns: int | None = None) -> None:
         self.index = index
         self.start = start  # the first event already folded
+        from agent import tail_resume
+
         self.turns = tail_resume.TAIL_TURNS if turns is None else turns
         self._windows = 0
 

@@ -83,9 +83,15 @@ def _replay(argv: list[str]) -> int:
     path = _session_path(parser, args.session)
     if not need_terminal(parser.prog, f"to read it as text: loopdeck export {args.session}"):
         return EXIT_USAGE
-    from app.viewer import ReplayScreen, ViewerApp
+    from app.gc_policy import pause_until_up, resume_collection
 
-    return ViewerApp(ReplayScreen(path, speed=speed)).run() or 0
+    pause_until_up()
+    try:
+        from app.viewer import ReplayScreen, ViewerApp
+
+        return ViewerApp(ReplayScreen(path, speed=speed)).run() or 0
+    finally:
+        resume_collection()
 
 
 def _watch(argv: list[str]) -> int:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,19 +17,31 @@ from agent.store import SessionStore, loopdeck_home
 if TYPE_CHECKING:
     from agent.models.base import ModelClient
     from agent.session import Session
+    from agent.tail_resume import TailPreview
 
 DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
 
 
 def run_tui(args: argparse.Namespace, cwd: Path) -> int:
-    from app.app import LoopdeckApp
+    from app.gc_policy import pause_until_up, resume_collection
 
+    pause_until_up()
+    try:
+        return _run_tui(args, cwd)
+    finally:
+        resume_collection()
+
+
+def _run_tui(args: argparse.Namespace, cwd: Path) -> int:
     demo = (args.model or "") == "scripted:demo"
     if demo and not args.resume and not args.continue_ and not args.mode and not args.autopilot:
         # The demo's story: a plan to approve, then (in autopilot) a nudge and task_complete.
         args.mode = "plan"
 
     opener, resumer = make_openers(args, cwd)
+    tail = start_tail(args, cwd)
+    from app.app import LoopdeckApp  # after: the tail is read while the app loads
+
     prompt = " ".join(args.prompt_words) or None
     store = SessionStore(loopdeck_home())
     app = LoopdeckApp(
@@ -36,6 +52,7 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
         resumer=resumer,
         store=store,
         model_factory=lambda name: _switch_model(args, name),
+        tail=tail,
     )
     code = app.run() or 0
     # The terminal is restored by now: this line stays on screen after the app.
@@ -62,7 +79,9 @@ def make_openers(
     from app.app import StartupError
 
     async def opener() -> Session:
-        # The model, the loop and its tools load here, after the first frame.
+        # The model, the loop and its tools load here, after the first frame, in a
+        # thread: a timeline drawn meanwhile (a resumed tail) stays live.
+        await asyncio.to_thread(import_module, "app.model_setup")
         from app.model_setup import SetupError, open_session
 
         try:
@@ -83,6 +102,38 @@ def make_openers(
             raise StartupError(str(exc)) from exc
 
     return opener, resumer
+
+
+def start_tail(args: argparse.Namespace, cwd: Path) -> Future[TailPreview] | None:
+    """For --resume and --continue of a session resumed in place: start reading the
+    end of its log now, in a thread, while the app's modules load; the app draws it
+    while the session opens (None: nothing to draw, a new session or a forked log)."""
+    if args.resume is None and not args.continue_:
+        return None
+    from app.locate import target_of_args
+
+    store = SessionStore(loopdeck_home())
+    try:
+        target = target_of_args(args, store, cwd)
+    except Exception:  # whatever it is, the opener meets it again and says why
+        return None
+    if target is None or target.session_id is None:
+        return None
+    path = store.events_path(target.session_id)
+    future: Future[TailPreview] = Future()
+
+    def read() -> None:
+        try:
+            from agent.tail_resume import read_tail
+
+            future.set_result(read_tail(path))
+            import rich.markdown  # noqa: F401  # the tail's replies are drawn with it next
+        except BaseException as exc:  # handed to the app, which draws no preview
+            if not future.done():
+                future.set_exception(exc)
+
+    threading.Thread(target=read, name="tail-first", daemon=True).start()
+    return future
 
 
 def resume_hint(session: Session | None, store: SessionStore) -> str | None:

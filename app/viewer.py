@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.widget import AwaitMount
 from textual.widgets import Static
 
 from agent.events import Event, event_from_json
@@ -22,6 +23,8 @@ from agent.session_lock import in_use_by
 from agent.store import unreadable_row
 from agent.transcript import Transcript
 from app.app_setup import set_up
+from app.drawn import until_drawn
+from app.resume_view import keep_scrollbar_room
 from widgets.format import duration
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
@@ -110,6 +113,7 @@ class ReplayScreen(ViewerScreen):
             EventIndex.build_tail(path, TAIL_FIRST_BYTES) if speed <= 0 else EventIndex.build(path)
         )
         self._head: asyncio.Task[None] | None = None
+        self._drawn: AwaitMount | None = None  # the blocks the last jump mounts
         # No live loopdeck process writes the file: what its end leaves open (a turn,
         # a tool call, a permission request) never finishes and is drawn interrupted.
         self.finished = in_use_by(path.parent) is None
@@ -134,6 +138,11 @@ class ReplayScreen(ViewerScreen):
         """Index the lines before the tail off the event loop, then splice them in:
         positions move by what was added, and the window shown is drawn again so
         its turn numbers count the whole log."""
+        # After the tail is on screen: the thread would take turns with drawing it.
+        drawn, self._drawn = self._drawn, None
+        if drawn is not None:
+            await drawn
+            await until_drawn(self, self.timeline.children[-1])
         head = await asyncio.to_thread(self.index.head)
         shift = self.index.splice_head(head)
         self.position += shift
@@ -201,9 +210,10 @@ class ReplayScreen(ViewerScreen):
         _seed_usage(transcript, self.index, start)
         self.timeline.reset(transcript)
         if start > 0:
+            keep_scrollbar_room(self.timeline)
             self.timeline.mark(f"… {first_turn} earlier turns not loaded (press g to start over)")
         at_end = self.finished and position == len(self.index)
-        self.timeline.load(self.index.read_rows(start, position), finished=at_end)
+        self._drawn = self.timeline.load(self.index.read_rows(start, position), finished=at_end)
         self.position = position
         self._cache, self._cache_start = [], 0
         self._update_bar()

@@ -810,6 +810,7 @@ def _display(self, screen, renderable):
         _marks["modules"] = len(sys.modules)
     if "goal" not in _marks and _goal(self):
         _marks["goal"] = now
+        _marks["cpu_goal"] = time.process_time()
         viewer = getattr(self, "_viewer", None)
         if viewer is not None:
             _marks["position"] = viewer.position
@@ -847,7 +848,9 @@ def run_cold(
     encode: bool,
     home: Path,
     timeout: float = 120.0,
+    code: str | None = None,
 ) -> dict[str, Any]:
+    """One cold child (``code``: a checkout of another commit to run instead)."""
     params = {
         "variant": variant,
         "argv": argv,
@@ -863,10 +866,12 @@ def run_cold(
         PYTHONDONTWRITEBYTECODE="1",
     )
     env.pop("PYTHONPROFILEIMPORTTIME", None)
+    if code is not None:
+        env["PYTHONPATH"] = code
     start = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", COLD_CHILD, json.dumps(params)],
-        cwd=ROOT,
+        cwd=code or ROOT,
         env=env,
         capture_output=True,
         text=True,
@@ -883,6 +888,7 @@ def run_cold(
         "process_s": exited - start,
         "litellm_loaded": bool(marks.get("litellm_loaded") or marks.get("litellm_at_goal")),
         "modules": marks.get("modules"),
+        "cpu_goal_s": marks.get("cpu_goal"),  # CPU seconds of the process, start to goal
     }
     if "index_start" in marks:
         # Interpreter start to the viewer being built: Textual, app.cli, app.viewer imports.

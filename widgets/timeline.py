@@ -14,7 +14,7 @@ from typing import ClassVar, Protocol
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
 from agent.blocks import (
@@ -224,8 +224,9 @@ class Timeline(VerticalScroll):
             if not had_view and owner.block_id in self._views:
                 made.add(owner.block_id)
 
-    def load(self, events: Iterable[Event], *, finished: bool = False) -> None:
-        """Earlier events (resume, replay): fold all, mount only the tail.
+    def load(self, events: Iterable[Event], *, finished: bool = False) -> AwaitMount | None:
+        """Earlier events (resume, replay): fold all, mount only the tail (awaiting the
+        result waits for those widgets to be mounted).
 
         ``finished``: they are the whole of a file no process writes any more (see
         :meth:`Transcript.finish_replay`)."""
@@ -236,9 +237,10 @@ class Timeline(VerticalScroll):
         items = self.transcript.items
         start = max(0, len(items) - self.max_mounted)
         self._first_mounted = len(items)
-        self._mount_range(start, len(items), at_end=True)
+        mounted = self._mount_range(start, len(items), at_end=True)
         self._first_mounted = start
         self._update_load_row()
+        return mounted
 
     def finish_file(self) -> None:
         """A replay reached the end of a file no process writes any more: what it left
@@ -263,6 +265,11 @@ class Timeline(VerticalScroll):
         self._last_model = None  # the first turn drawn after a reset names its model
         self.transcript = transcript or Transcript()
         self.earlier = None
+        self._update_load_row()
+
+    def set_earlier(self, earlier: EarlierSource | None) -> None:
+        """Where older blocks come from, once known (after the tail was drawn)."""
+        self.earlier = earlier
         self._update_load_row()
 
     def welcome(self, banner: Widget) -> None:
@@ -368,7 +375,7 @@ class Timeline(VerticalScroll):
             self._first_mounted += 1
         self._update_load_row()
 
-    def _mount_range(self, start: int, stop: int, *, at_end: bool) -> None:
+    def _mount_range(self, start: int, stop: int, *, at_end: bool) -> AwaitMount | None:
         items = self.transcript.items
         views = []
         for item in items[start:stop]:
@@ -378,11 +385,10 @@ class Timeline(VerticalScroll):
             if isinstance(view, TurnView):  # a turn still running when the log stops
                 self._live_turns.append(view)
         if not views:
-            return
+            return None
         if at_end:
-            self.mount_all(views)
-        else:
-            self.mount_all(views, after=self._load_row)
+            return self.mount_all(views)
+        return self.mount_all(views, after=self._load_row)
 
     def on_load_earlier_pressed(self, _: LoadEarlier.Pressed) -> None:
         self.load_earlier()

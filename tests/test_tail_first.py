@@ -1,0 +1,265 @@
+"""Resume draws the tail of a long log before its session is open: read back from the
+log's end (agent.tail_resume.read_tail), numbered as in the whole log, and kept when
+the session opens (or drawn again from the session when the log changed meanwhile)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import Future
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+import agent.tail_resume
+from agent.events import AssistantUsageData, Event
+from agent.replay import EventIndex
+from agent.session import Session
+from agent.store import SessionStore
+from agent.tail_resume import TailPreview, plan_resume, read_tail
+from agent.usage import UsageLedger
+from app.resume_view import counts_before
+from tests.scripting import new_session, scripted
+from tests.test_compaction import notes, tool_turn
+
+
+async def _log(tmp_path: Path, turns: int) -> tuple[SessionStore, str]:
+    store = SessionStore(tmp_path / "home")
+    notes(tmp_path / "ws", 300)
+    model = scripted([tool_turn(i) for i in range(turns)] + [{"text": "done"}])
+    session, _ = await new_session(model, tmp_path, store=store)
+    await session.send_and_wait("Read the notes.")
+    await session.close()
+    return store, session.id
+
+
+def _whole(path: Path, tail_turns: int) -> tuple[int, int, int, int]:
+    """What resume reads from the whole index: (tail offset, turns before it, usage
+    checkpoint offset before it, events shown)."""
+    plan = plan_resume(path, tail_turns)
+    index = plan.index
+    usage = [
+        index.offsets[i]
+        for i in range(plan.tail_start)
+        if index.types[i] == "session.usage_checkpoint"
+    ]
+    return (
+        index.offsets[plan.tail_start] if plan.tail_start < len(index) else index.size,
+        counts_before(index, plan.tail_start).turns,
+        usage[-1] if usage else -1,
+        sum(1 for e in plan.shown if e is not None),
+    )
+
+
+def _seen(preview: TailPreview) -> tuple[int, int, int, int]:
+    return (preview.offset, preview.turns_before, preview.usage_offset, len(preview.events))
+
+
+@pytest.mark.parametrize("tail_turns", [1, 3, 8, 12, 40])
+async def test_the_tail_read_back_from_the_end_is_the_tail_of_the_whole_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail_turns: int
+) -> None:
+    store, sid = await _log(tmp_path, 12)
+    path = store.events_path(sid)
+    # Tiny windows and chunks: the window grows back several times, and lines (and
+    # the type a count looks for) span the chunks they are counted in.
+    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
+    monkeypatch.setattr(agent.tail_resume, "_COUNT_CHUNK", 37)
+    preview = read_tail(path, tail_turns)
+    assert _seen(preview) == _whole(path, tail_turns)
+    if tail_turns <= 3:
+        assert preview.index.start > 0  # only the end was indexed
+    numbers = [e.data.turn_id for e in preview.events if e.type == "assistant.turn_start"]
+    assert len(numbers) == min(tail_turns, 13)
+
+
+async def test_a_log_whose_lines_do_not_start_with_their_type_is_counted_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, sid = await _log(tmp_path, 10)
+    path = store.events_path(sid)
+    # Another writer's key order: "type" is not first, so heads cannot be counted.
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    path.write_text(
+        "".join(json.dumps({"id": r["id"], **r}) + "\n" for r in rows), encoding="utf-8"
+    )
+    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
+    monkeypatch.setattr(agent.tail_resume, "_COUNT_CHUNK", 37)
+    preview = read_tail(path, 3)
+    assert preview.index.start > 0
+    assert _seen(preview) == _whole(path, 3)
+    assert preview.turns_before == 8  # 11 turns, the last 3 drawn
+
+
+async def test_a_usage_checkpoint_far_before_the_window_is_found_back_across_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, sid = await _log(tmp_path, 10)
+    path = store.events_path(sid)
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    # One checkpoint, early in the log: the one before the tail is far back.
+    ledger = UsageLedger()
+    ledger.add(AssistantUsageData(model="scripted:test", input_tokens=1_234, output_tokens=56))
+    first = 3
+    kept = [*lines[:first], Event.new(ledger.checkpoint(), None).to_json() + "\n", *lines[first:]]
+    path.write_text("".join(kept), encoding="utf-8")
+    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
+    monkeypatch.setattr(agent.tail_resume, "_COUNT_CHUNK", 53)
+    preview = read_tail(path, 2)
+    assert preview.usage_offset == sum(len(line.encode()) for line in kept[:first])
+    assert preview.usage is not None and preview.usage.type == "session.usage_checkpoint"
+    assert _seen(preview) == _whole(path, 2)
+
+
+async def test_a_short_log_is_read_whole(tmp_path: Path) -> None:
+    store, sid = await _log(tmp_path, 2)
+    path = store.events_path(sid)
+    preview = read_tail(path, 20)
+    assert preview.index.start == 0 and preview.tail_start == 0
+    assert preview.turns_before == 0 and preview.usage is None
+    assert len(preview.events) == len(EventIndex.build(path))
+
+
+_FRAMES = 500  # pauses the app is given to draw the tail (it needs a few)
+
+
+def _future(path: Path) -> Future[TailPreview]:
+    done: Future[TailPreview] = Future()
+    done.set_result(read_tail(path))
+    return done
+
+
+def _turns(app: object) -> list[int]:
+    transcript = app.timeline.transcript  # type: ignore[attr-defined]
+    return [b.number for b in transcript.items if type(b).__name__ == "TurnBlock"]
+
+
+async def test_the_app_draws_the_tail_before_the_session_opens_and_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.app import LoopdeckApp
+
+    store, sid = await _log(tmp_path, 12)
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+    release = asyncio.Event()
+
+    async def reopen() -> Session:
+        await release.wait()
+        return await Session.resume(store=store, session_id=sid, model=scripted([]))
+
+    app = LoopdeckApp(reopen, tail=_future(store.events_path(sid)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(_FRAMES):
+            if _turns(app):
+                break
+            await pilot.pause()
+        # Drawn while the session is still opening, numbered as in the whole log.
+        assert app.session is None
+        assert _turns(app) == [11, 12, 13]
+        drawn = {id(view) for view in app.timeline.query("TurnDigest")}
+        assert drawn
+        release.set()
+        while app.session is None:
+            await pilot.pause()
+        await pilot.pause()
+        transcript = app.timeline.transcript
+        assert _turns(app) == [11, 12, 13]
+        assert transcript.turns == 13 and transcript.tool_calls == 12  # the whole session's
+        # Kept: the same widgets, and what resuming added after them.
+        assert {id(view) for view in app.timeline.query("TurnDigest")} >= drawn
+        resumed = [b for b in transcript.items if getattr(b, "kind", "") == "resume"]
+        assert len(resumed) == 1 and app.timeline.query("NoticeView")
+        row = app.timeline.query_one(".load-earlier")
+        assert row.display and "10 earlier turns" in str(row.render())
+        app.timeline.load_earlier()
+        await pilot.pause()
+        assert _turns(app)[:4] == [8, 9, 10, 11]
+        ids = [b.block_id for b in transcript.items]
+        assert len(set(ids)) == len(ids)
+
+
+async def test_a_log_that_changed_after_its_tail_was_drawn_is_drawn_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.app import LoopdeckApp
+
+    store, sid = await _log(tmp_path, 6)
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+    path = store.events_path(sid)
+    tail = _future(path)
+    release = asyncio.Event()
+
+    async def reopen() -> Session:
+        await release.wait()
+        # Another run of the session wrote two more turns meanwhile.
+        session = await Session.resume(
+            store=store, session_id=sid, model=scripted([tool_turn(7), {"text": "more"}])
+        )
+        await session.send_and_wait("Once more.")
+        await session.close()
+        return await Session.resume(store=store, session_id=sid, model=scripted([]))
+
+    app = LoopdeckApp(reopen, tail=tail)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(_FRAMES):
+            if _turns(app):
+                break
+            await pilot.pause()
+        assert _turns(app) == [5, 6, 7]
+        release.set()
+        while app.session is None:
+            await pilot.pause()
+        await pilot.pause()
+        transcript = app.timeline.transcript
+        whole = counts_before(EventIndex.build(path), len(EventIndex.build(path))).turns
+        assert whole > 7 and transcript.turns == whole
+        assert _turns(app) == [whole - 2, whole - 1, whole]
+        ids = [b.block_id for b in transcript.items]
+        assert len(set(ids)) == len(ids)
+
+
+async def test_the_index_reads_a_timestamp_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.replay
+
+    store, sid = await _log(tmp_path, 3)
+    path = store.events_path(sid)
+    read: list[bytes] = []
+    real = agent.replay._envelope_stamp
+
+    def counting(line: bytes, *, whole: bool) -> bytes | None:
+        read.append(line)
+        return real(line, whole=whole)
+
+    monkeypatch.setattr(agent.replay, "_envelope_stamp", counting)
+    index = EventIndex.build(path)
+    assert len(index) > 10 and read == []  # indexing never looks for timestamps
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    last = rows[-1]["timestamp"]
+    assert index.times[-1] == datetime.fromisoformat(last).timestamp()
+    assert len(read) == 1 and len(read[0]) <= 300  # the line's tail, not the line
+    assert index.times[-1] is not None and len(read) == 1  # read once
+
+
+async def test_the_cli_starts_reading_the_tail_only_for_a_session_resumed_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.cli import build_parser
+    from app.tui import start_tail
+
+    store, sid = await _log(tmp_path, 4)
+    monkeypatch.setenv("LOOPDECK_HOME", str(store.root.parent))
+    parser = build_parser()
+    assert start_tail(parser.parse_args([]), tmp_path) is None  # a new session
+    assert start_tail(parser.parse_args(["--resume", "no-such-id"]), tmp_path) is None
+    copied = tmp_path / "elsewhere" / "events.jsonl"  # outside the store: forked
+    copied.parent.mkdir()
+    copied.write_bytes(store.events_path(sid).read_bytes())
+    assert start_tail(parser.parse_args(["--resume", str(copied)]), tmp_path) is None
+    future = start_tail(parser.parse_args(["--resume", sid[:8]]), tmp_path)
+    assert future is not None
+    preview = future.result(timeout=60)
+    assert preview.index.path == store.events_path(sid)
+    assert _seen(preview) == _whole(store.events_path(sid), agent.tail_resume.TAIL_TURNS)
