@@ -188,6 +188,17 @@ class TokenMeter:
         self._counter: Counter | None = None
         self._counts: dict[int, tuple[dict[str, Any], int]] = {}  # id -> (message, tokens)
         self._text_cache: dict[str, int] = {}  # system prompt / tool schemas
+        # The last conversation measured and its count, extended when it only grew
+        # (it is measured before every call: a pass over all of it each time would
+        # cost in proportion to the history): (messages, how many, first and last
+        # one, tokens).
+        self._summed: tuple[Sequence[dict[str, Any]] | None, int, object, object, int] = (
+            None,
+            0,
+            None,
+            None,
+            0,
+        )
         self.ratio = 1.0  # provider-reported / counted, from the last call
         self.last_counted: int | None = None  # raw count of the last request measured
 
@@ -229,13 +240,29 @@ class TokenMeter:
         """Drop counts of messages no longer in the history (after a compaction)."""
         alive = {id(m) for m in keep}
         self._counts = {k: v for k, v in self._counts.items() if k in alive}
+        self._summed = (None, 0, None, None, 0)
+
+    def conversation_tokens(self, messages: Sequence[dict[str, Any]]) -> int:
+        """The raw count of ``messages``; only those appended since the last call are
+        counted when the same list has only grown (its first ones are unchanged)."""
+        of, done, first, last, total = self._summed
+        if (
+            of is not messages
+            or done > len(messages)
+            or (done and (messages[0] is not first or messages[done - 1] is not last))
+        ):
+            done, total = 0, 0
+        total += sum(self.message_tokens(m) for m in messages[done:])
+        edge = (messages[0], messages[-1]) if messages else (None, None)
+        self._summed = (messages, len(messages), *edge, total)
+        return total
 
     def measure(
         self, system_prompt: str, tools: list[dict[str, Any]], messages: Sequence[dict[str, Any]]
     ) -> Usage:
         system = self._cached_text(system_prompt) + MESSAGE_OVERHEAD
         tool_tokens = self._cached_text(json.dumps(tools, sort_keys=True)) if tools else 0
-        conversation = sum(self.message_tokens(m) for m in messages)
+        conversation = self.conversation_tokens(messages)
         self.last_counted = system + tool_tokens + conversation
         scale = self.ratio
         return Usage(

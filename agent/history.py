@@ -93,6 +93,11 @@ class History:
         # window. Bytes, not characters: a CJK character costs a token or more.
         self.max_tool_bytes: int | None = None
         self._cuts: dict[int, tuple[dict[str, Any], dict[str, Any], int]] = {}
+        # for_model's answer, kept and extended as messages are appended: read before
+        # every call (twice), it would otherwise cost a pass over the whole history.
+        self._view: list[dict[str, Any]] = []
+        self._view_of: tuple[list[dict[str, Any]] | None, int | None, int] = (None, None, 0)
+        self._edits = 0  # changes other than appending (a compaction, a truncation)
         self.newly_cut: list[tuple[int, int]] = []  # (length, cap) of results cut since read
         # Commands the user ran with ``!``, waiting for their output.
         self.user_commands: dict[str, Any] = {}
@@ -110,6 +115,7 @@ class History:
                     return  # Copilot writes its autopilot nudges empty: nothing to send
                 self.messages.append({"role": "user", "content": text})
             case SessionContextClearedData():
+                self._edits += 1
                 self.messages = []
                 self.open_calls = {}
             case ToolUserRequestedData(tool_call_id=call_id, arguments=arguments):
@@ -150,6 +156,7 @@ class History:
                 removed = min(event.data.messages_removed or 0, len(self.messages))
                 removed = self.clean_cut(0, removed)
                 self.messages[:removed] = [{"role": "user", "content": SUMMARY_PREFIX + summary}]
+                self._edits += 1
                 self.checkpoints += 1
                 self._prune_cuts()
             case SessionTruncationData(performed_by=self.DROP_OLDEST) as d:
@@ -160,6 +167,7 @@ class History:
                     # Providers want the user to speak first; the task went with the
                     # dropped turns, so say so rather than open with the model.
                     self.messages.insert(0, {"role": "user", "content": DROPPED_NOTE})
+                self._edits += 1
                 self._prune_cuts()
             case _:
                 pass
@@ -172,25 +180,39 @@ class History:
         assert isinstance(data, SessionCompactionCompleteData)
         summary = data.summary_content or ""
         self.messages = [{"role": "user", "content": SUMMARY_PREFIX + summary}]
+        self._edits += 1
         self.checkpoints = data.checkpoint_number or self.checkpoints + 1
         self._prune_cuts()
 
     def for_model(self) -> list[dict[str, Any]]:
         """The messages as sent: tool results over :attr:`max_tool_bytes` cut, with a
         note (the log keeps them whole). Unchanged messages are the same objects, so
-        per-message token counts stay cached."""
+        per-message token counts stay cached. Read-only: the list is kept, and only
+        messages appended since the last call are looked at."""
         cap = self.max_tool_bytes
         if cap is None:
             return self.messages
-        out = []
-        for message in self.messages:
+        messages, view = self.messages, self._view
+        of, view_cap, edits = self._view_of
+        done = len(view)
+        if (
+            of is not messages
+            or view_cap != cap
+            or edits != self._edits
+            or done > len(messages)
+            or (done and not _same_source(view[done - 1], messages[done - 1]))
+        ):
+            view, done = [], 0  # changed other than by appending: look at all of it
+        for message in messages[done:]:
             content = message.get("content")
             if message.get("role") == "tool" and isinstance(content, str) and _over(content, cap):
                 message = self._cut_copy(message, content, cap)
-            out.append(message)
-        return out
+            view.append(message)
+        self._view, self._view_of = view, (messages, cap, self._edits)
+        return view
 
     def _prune_cuts(self) -> None:
+        self._view_of = (None, None, 0)
         alive = {id(m) for m in self.messages}
         self._cuts = {k: v for k, v in self._cuts.items() if k in alive}
 
@@ -240,3 +262,11 @@ class History:
 
     def with_system(self, system_prompt: str) -> list[dict[str, Any]]:
         return [{"role": "system", "content": system_prompt}, *self.for_model()]
+
+
+def _same_source(shown: dict[str, Any], message: dict[str, Any]) -> bool:
+    """``shown`` (in for_model's list) stands for ``message``: it is the message, or
+    the cut copy of it (same tool call)."""
+    return shown is message or (
+        shown.get("role") == "tool" and shown.get("tool_call_id") == message.get("tool_call_id")
+    )

@@ -4,11 +4,13 @@ and thawed once the frozen heap doubles, so frozen garbage is freed in the end."
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 from collections.abc import Iterator
 
 import pytest
 
+from app import gc_policy
 from app.gc_policy import FreezeSurvivors
 
 
@@ -46,7 +48,7 @@ def test_survivors_of_a_full_collection_are_frozen(policy: FreezeSurvivors) -> N
 
 def test_frozen_garbage_is_freed_once_the_frozen_heap_doubles(policy: FreezeSurvivors) -> None:
     gc.collect()  # freezes what the test process holds
-    policy.walked = gc.get_freeze_count()  # ...as if the collector had just walked it all
+    policy.walked = sys.getallocatedblocks()  # ...as if the collector had just walked it all
     doomed = FakeNode()
     gone = weakref.ref(doomed)
     gc.collect()
@@ -54,7 +56,7 @@ def test_frozen_garbage_is_freed_once_the_frozen_heap_doubles(policy: FreezeSurv
     gc.collect()
     assert gone() is not None  # frozen: in a cycle, out of the collector's sight
     # As if the heap had tripled since the collector last walked all of it.
-    policy.walked = gc.get_freeze_count() // 3
+    policy.walked = sys.getallocatedblocks() // 3
     gc.collect()
     assert policy.thawed
     assert gc.get_freeze_count() == 0
@@ -62,3 +64,39 @@ def test_frozen_garbage_is_freed_once_the_frozen_heap_doubles(policy: FreezeSurv
     assert gone() is None
     assert not policy.thawed and policy.full_walks == 1
     assert policy.walked > 0  # the new baseline: what that walk left
+
+
+def test_a_full_collection_does_not_count_the_frozen_heap(
+    policy: FreezeSurvivors, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting frozen objects walks them all, scattered over the heap: a cost in every
+    full collection's pause that grew with the session."""
+
+    def walk_frozen() -> int:
+        raise AssertionError("gc.get_freeze_count walks the whole frozen heap")
+
+    monkeypatch.setattr(gc, "get_freeze_count", walk_frozen)
+    doomed = [FakeNode() for _ in range(100)]
+    gc.collect()
+    del doomed
+    gc.collect()
+    policy.walked = sys.getallocatedblocks() // 3  # and when it thaws, too
+    gc.collect()
+    gc.collect()
+    assert policy.full_walks == 1
+
+
+def test_interactive_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Middle collections are rarer than CPython's (a running turn's widgets die
+    there rather than in a full collection), and full ones come every few of them."""
+    monkeypatch.setattr(gc_policy, "_applied", False)
+    monkeypatch.setattr(gc_policy.FreezeSurvivors, "install", lambda self: None)
+    monkeypatch.setattr(gc, "freeze", lambda: None)
+    before = gc.get_threshold()
+    try:
+        gc_policy.tune_for_interactive()
+        _, middle, full = gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+    assert (middle, full) == (gc_policy.MIDDLE_COLLECTION_EVERY, gc_policy.FULL_COLLECTION_EVERY)
+    assert middle > 10

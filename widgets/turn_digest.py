@@ -112,6 +112,9 @@ class TurnDigest(Static, can_focus=True):
         # The signal drops gone subscribers only when it next fires: until then its
         # callback would keep this widget (and its lines) alive.
         self.app.theme_changed_signal.unsubscribe(self)
+        # Gone widgets wait for the cyclic collector: without their lines they cost it
+        # a few objects, not a few per line.
+        self._lines = None
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
