@@ -9,13 +9,17 @@ session. Older turns are read from the log's index when the user asks for them
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from textual.widget import AwaitMount
+from textual.widget import AwaitMount, Widget
 
 from agent.blocks import Block
 from agent.events import Event
 from agent.transcript import Transcript
+from app.drawn import until_drawn
 from widgets.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -24,6 +28,12 @@ if TYPE_CHECKING:
     from agent.replay import EventIndex
     from agent.session import Session
     from agent.tail_resume import Counts, TailPreview
+
+# The drawn tail's blocks mounted for its first frame (more than a screen holds), then
+# a few a frame: laying out and painting all of its turns at once held the event
+# loop for ~50 ms.
+FIRST_BLOCKS = 6
+BLOCKS_A_FRAME = 4
 
 # Blocks folded from an older window get ids far below the live transcript's (which
 # count up from 1), so that no two blocks in the timeline share one.
@@ -65,7 +75,66 @@ def draw_preview(timeline: Timeline, preview: TailPreview) -> AwaitMount | None:
     timeline.reset(transcript)
     if preview.tail_start > 0 or preview.index.start > 0:
         keep_scrollbar_room(timeline)
-    return timeline.load(preview.events)
+    cap, timeline.max_mounted = timeline.max_mounted, FIRST_BLOCKS
+    try:
+        return timeline.load(preview.events)
+    finally:
+        timeline.max_mounted = cap
+
+
+async def draw_tail(timeline: Timeline, tail: Future[TailPreview]) -> TailPreview | None:
+    """Resume, tail first: the end of the log (read back from its end in a thread since
+    launch) drawn before the session (its model, loop and tools) is open. Returns once
+    its last blocks are on screen (None: it could not be read; the session reads the
+    log again, and says what is wrong)."""
+    try:
+        preview = await asyncio.wrap_future(tail)
+    except Exception:
+        return None
+    mounted = draw_preview(timeline, preview)
+    if mounted is not None:
+        await mounted
+        # The session opens once the tail is on screen, not taking turns with it.
+        await until_drawn(timeline.screen, timeline.children[-1])
+    return preview
+
+
+async def mount_rest(timeline: Timeline) -> None:
+    """The drawn tail's other blocks, a few a frame, above those on screen (the
+    timeline is anchored to its end: what is seen does not move). Stops when the
+    timeline is drawn again (another session, or the log changed)."""
+    transcript = timeline.transcript
+    while (
+        timeline.transcript is transcript
+        and timeline.hidden_blocks > 0
+        and timeline.mounted_blocks < timeline.max_mounted
+    ):
+        mounted = timeline.load_earlier(BLOCKS_A_FRAME)
+        if mounted is not None:
+            await mounted
+        await timeline.screen.wait_for_refresh()
+
+
+def show_backlog(
+    timeline: Timeline,
+    session: Session,
+    preview: TailPreview | None,
+    welcome: Callable[[], Widget],
+) -> None:
+    """A session just opened, in the timeline: its log's tail (kept as drawn when the
+    session read the same tail) and what opening it added; ``welcome`` makes the
+    banner of a session with no prompt yet."""
+    backlog = session.backlog
+    rest = rest_after_preview(preview, session) if preview is not None else None
+    if preview is not None and rest is None:
+        timeline.reset()  # the log changed since its tail was drawn: again
+    if not any(event.type == "user.message" for event in backlog):
+        timeline.welcome(welcome())
+    if rest is not None:
+        finish_preview(timeline, session, rest)
+    else:
+        seed_timeline(timeline, session)  # a long log: only its tail is loaded
+        timeline.load(backlog)
 
 
 def keep_scrollbar_room(timeline: Timeline) -> None:
