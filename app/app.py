@@ -162,10 +162,8 @@ class LoopdeckApp(App[int]):
             await self.session.close()
 
     async def _start(self) -> None:
-        if self._tail is not None:
-            self._preview = await draw_tail(self.timeline, self._tail)
-            if self._preview is not None:  # its other blocks, while the session opens
-                self.run_worker(mount_rest(self.timeline), name="tail-rest", group="tail-rest")
+        preview = await draw_tail(self.timeline, self._tail) if self._tail is not None else None
+        self._preview = preview
         try:
             session = await self._opener()
         except StartupError as exc:
@@ -177,8 +175,10 @@ class LoopdeckApp(App[int]):
                 # Nothing typed is lost: it goes back to the prompt.
                 self.prompt.text = "\n\n".join(self._sent_before_open)
             self._sent_before_open.clear()
-            return
-        self._show(session)
+        else:
+            self._show(session)
+        if preview is not None:  # the drawn tail's other blocks, above the screen
+            self.run_worker(mount_rest(self.timeline), name="tail-rest", group="tail-rest")
 
     def _show(self, session: Session) -> None:
         """Make ``session`` the app's: its log in the timeline, its events from now on."""
