@@ -54,7 +54,7 @@ def seed_timeline(timeline: Timeline, session: Session) -> None:
     plan = session.resumed_from
     if plan is None or plan.tail_start == 0:
         return
-    before = counts_before(plan.index, plan.tail_start)
+    before = plan.before_tail
     transcript = Transcript()
     transcript.turns = before.turns
     transcript.tool_calls = before.tool_calls
@@ -154,19 +154,12 @@ def rest_after_preview(preview: TailPreview, session: Session) -> list[Event] | 
         return None
     index = plan.index
     offset = index.offsets[plan.tail_start] if plan.tail_start < len(index) else index.size
-    usage_at = next(
-        (
-            i
-            for i in range(plan.tail_start - 1, -1, -1)
-            if index.types[i] == "session.usage_checkpoint"
-        ),
-        -1,
-    )
+    usage_at = plan.usage_before_tail
     agrees = (
         index.path == preview.index.path
         and offset == preview.offset
         and session.restored == len(preview.events)
-        and counts_before(index, plan.tail_start).turns == preview.turns_before
+        and plan.before_tail.turns == preview.turns_before
         and (index.offsets[usage_at] if usage_at >= 0 else -1) == preview.usage_offset
     )
     return session.backlog[session.restored :] if agrees else None
@@ -178,7 +171,7 @@ def finish_preview(timeline: Timeline, session: Session, rest: list[Event]) -> N
     plan = session.resumed_from
     assert plan is not None
     transcript = timeline.transcript
-    transcript.tool_calls += counts_before(plan.index, plan.tail_start).tool_calls
+    transcript.tool_calls += plan.before_tail.tool_calls
     if transcript.todos.items is None:
         transcript.todos.items = session.todos.items or None
     if plan.tail_start > 0:
