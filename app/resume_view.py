@@ -92,10 +92,14 @@ async def draw_tail(timeline: Timeline, tail: Future[TailPreview]) -> TailPrevie
     except Exception:
         return None
     mounted = draw_preview(timeline, preview)
-    if mounted is not None:
+    while mounted is not None:
         await mounted
         # The session opens once the tail is on screen, not taking turns with it.
         await until_drawn(timeline.screen, timeline.children[-1])
+        # Short turns on a tall screen: more of them before the session opens, so the
+        # screen is not left half empty until then.
+        filled = timeline.virtual_size.height > timeline.size.height
+        mounted = None if filled else timeline.load_earlier(BLOCKS_A_FRAME)
     return preview
 
 

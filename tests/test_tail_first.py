@@ -326,3 +326,29 @@ def test_the_tail_is_handed_over_with_markdown_loaded(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.stdout.strip().splitlines()[-1:] == ["LOADED"], done.stderr[-2000:]
+
+
+async def test_a_tail_that_does_not_fill_the_screen_mounts_more_before_the_session_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.app import LoopdeckApp
+    from app.resume_view import FIRST_BLOCKS
+
+    store, sid = await _log(tmp_path, 14)
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 10)
+    never = asyncio.Event()
+
+    async def opener() -> Session:
+        await never.wait()
+        raise AssertionError("not opened here")
+
+    app = LoopdeckApp(opener, tail=_future(store.events_path(sid)))
+    async with app.run_test(size=(100, 300)) as pilot:  # taller than the whole tail
+        timeline = app.timeline
+        for _ in range(_FRAMES):
+            if timeline.mounted_blocks > FIRST_BLOCKS and timeline.hidden_blocks == 0:
+                break
+            await pilot.pause()
+        assert app.session is None
+        assert timeline.hidden_blocks == 0
+        assert timeline.mounted_blocks == len(timeline.transcript.items) > FIRST_BLOCKS
