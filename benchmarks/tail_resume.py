@@ -3,6 +3,7 @@
 
     python -m benchmarks.tail_resume [--events 74000] [--mib 230] [--repeat 5]
                                      [--size 120x40] [--no-encode]
+                                     [--baseline DIR] [--stacks]
 
 1. **The log**: a generated session in the Copilot SDK's event format (every line
    parses with the official parser; checked on one line of each type): user
@@ -21,7 +22,8 @@
 3. **While resuming**: a probe task sleeps 5 ms in a loop from the first frame on
    and records how late it wakes (the longest stall of the event loop until the
    tail is drawn, and until ready); RSS now (``VmRSS``) and at peak (``VmHWM``) at
-   the tail frame and when ready.
+   the tail frame and when ready. ``--stacks``: a thread samples the main thread's
+   stack every 4 ms; each stall over 50 ms is printed with its most sampled frames.
 
 Targets (issue 16): resume and replay to the tail ≤ 3× bare Textual's first frame,
 RSS ≤ 150 MiB, no stall over 50 ms. Results: a table on stdout and
