@@ -303,6 +303,7 @@ async def test_the_drawn_tail_mounts_its_last_blocks_first_then_the_rest_in_orde
 def test_the_tail_is_handed_over_with_markdown_loaded(tmp_path: Path) -> None:
     """Loaded after the tail was handed over, its import lock held the app's first
     paint of the tail (a stall of 40-70 ms)."""
+    import os
     import subprocess
     import sys
 
@@ -320,7 +321,7 @@ def test_the_tail_is_handed_over_with_markdown_loaded(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", code, sid],
         cwd=Path(__file__).resolve().parent.parent,
-        env={**__import__("os").environ, "LOOPDECK_HOME": str(store.root.parent)},
+        env={**os.environ, "LOOPDECK_HOME": str(store.root.parent)},
         capture_output=True,
         text=True,
         timeout=120,
