@@ -40,7 +40,6 @@ from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
 from widgets.todo_panel import TodoPanel
-from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     from textual.worker import Worker
@@ -191,9 +190,7 @@ class LoopdeckApp(App[int]):
         session.questions.asker = self._ask_user
         session.permission_level.enable()  # here somebody can choose it
         preview, self._preview = self._preview, None
-        show_backlog(
-            self.timeline, session, preview, lambda: Static(_welcome(session), classes="welcome")
-        )
+        show_backlog(self.timeline, session, preview)
         self.todo_panel.show(self.timeline.transcript.todos.items)
         self._stop_watching = session.subscribe(self._on_event)
         self.run_worker(
@@ -551,17 +548,3 @@ class LoopdeckApp(App[int]):
             "Sessions", "Browse, resume, replay or delete sessions (Ctrl+O)", self.action_sessions
         )
         yield from commands.system_commands(self)
-
-
-def _welcome(session: Session) -> WelcomeText:
-    home = str(Path.home())
-    cwd = str(session.cwd)
-    where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
-    return WelcomeText(
-        f"loopdeck · {session.model.name} · {where}",
-        [
-            "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
-            "commands here, asking before it changes anything. Shift+Tab cycles plan mode and",
-            "autopilot (it works until the task is done), Esc stops a turn, / lists commands.",
-        ],
-    )

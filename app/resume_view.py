@@ -10,17 +10,19 @@ session. Older turns are read from the log's index when the user asks for them
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.widget import AwaitMount, Widget
+from textual.widget import AwaitMount
+from textual.widgets import Static
 
 from agent.blocks import Block
 from agent.events import Event
 from agent.transcript import Transcript
 from app.drawn import until_drawn
 from widgets.timeline import Timeline
+from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     # The session (its loop, model and tools) loads after the first frame, and what
@@ -119,21 +121,16 @@ async def mount_rest(timeline: Timeline) -> None:
         await timeline.screen.wait_for_refresh()
 
 
-def show_backlog(
-    timeline: Timeline,
-    session: Session,
-    preview: TailPreview | None,
-    welcome: Callable[[], Widget],
-) -> None:
+def show_backlog(timeline: Timeline, session: Session, preview: TailPreview | None) -> None:
     """A session just opened, in the timeline: its log's tail (kept as drawn when the
-    session read the same tail) and what opening it added; ``welcome`` makes the
-    banner of a session with no prompt yet."""
+    session read the same tail) and what opening it added; a banner when it has no
+    prompt yet."""
     backlog = session.backlog
     rest = rest_after_preview(preview, session) if preview is not None else None
     if preview is not None and rest is None:
         timeline.reset()  # the log changed since its tail was drawn: again
     if not any(event.type == "user.message" for event in backlog):
-        timeline.welcome(welcome())
+        timeline.welcome(Static(_welcome(session), classes="welcome"))
     if rest is not None:
         finish_preview(timeline, session, rest)
     else:
@@ -215,3 +212,17 @@ class EarlierTurns:
         transcript.finish_replay()
         self.start = begin
         return transcript.items
+
+
+def _welcome(session: Session) -> WelcomeText:
+    home = str(Path.home())
+    cwd = str(session.cwd)
+    where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
+    return WelcomeText(
+        f"loopdeck · {session.model.name} · {where}",
+        [
+            "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
+            "commands here, asking before it changes anything. Shift+Tab cycles plan mode and",
+            "autopilot (it works until the task is done), Esc stops a turn, / lists commands.",
+        ],
+    )
