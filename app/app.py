@@ -27,8 +27,9 @@ from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import exit_on_signals, set_up
-from app.drawn import until_drawn
-from app.resume_view import draw_preview, finish_preview, rest_after_preview, seed_timeline
+from app.resume_view import draw_tail, mount_rest, show_backlog
+from app.session_switch import SessionSwitch
+from app.session_switch import StartupError as StartupError  # where openers raise it
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
 from widgets.permission_level import PermissionLevelScreen
@@ -39,7 +40,6 @@ from widgets.prompt import PromptInput
 from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
 from widgets.todo_panel import TodoPanel
-from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     from textual.worker import Worker
@@ -71,10 +71,6 @@ STATUS_EVENTS = frozenset(
 IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
 BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
 TIMELINE_HINT = "↑↓ or j/k move between cards · Enter opens one · Tab back to the prompt"
-
-
-class StartupError(Exception):
-    """Raised by an opener when the session cannot start; shown in the app."""
 
 
 class LoopdeckApp(App[int]):
@@ -110,6 +106,7 @@ class LoopdeckApp(App[int]):
         self._preview: TailPreview | None = None
         self._resumer = resumer
         self._store = store
+        self._switch = SessionSwitch(self, store, resumer)  # /resume, /fork, the browser
         self._initial_prompt = initial_prompt
         self._prefill = prefill
         self.session: Session | None = None
@@ -164,8 +161,8 @@ class LoopdeckApp(App[int]):
             await self.session.close()
 
     async def _start(self) -> None:
-        if self._tail is not None:
-            await self._draw_tail(self._tail)
+        preview = await draw_tail(self.timeline, self._tail) if self._tail is not None else None
+        self._preview = preview
         try:
             session = await self._opener()
         except StartupError as exc:
@@ -177,24 +174,10 @@ class LoopdeckApp(App[int]):
                 # Nothing typed is lost: it goes back to the prompt.
                 self.prompt.text = "\n\n".join(self._sent_before_open)
             self._sent_before_open.clear()
-            return
-        self._show(session)
-
-    async def _draw_tail(self, tail: Future[TailPreview]) -> None:
-        """Resume, tail first: the end of the log (read back from its end in a thread
-        since launch) is drawn before the session (its model, loop, tools and whole
-        index) is open; the session opens once that frame is on screen."""
-        try:
-            preview = await asyncio.wrap_future(tail)
-        except Exception:  # the session reads the log again, and says what is wrong
-            return
-        mounted = draw_preview(self.timeline, preview)
-        self._preview = preview
-        if mounted is None:
-            return
-        await mounted
-        # The session opens once the tail is on screen, not taking turns with it.
-        await until_drawn(self.screen, self.timeline.children[-1])
+        else:
+            self._show(session)
+        if preview is not None:  # the drawn tail's other blocks, above the screen
+            self.run_worker(mount_rest(self.timeline), name="tail-rest", group="tail-rest")
 
     def _show(self, session: Session) -> None:
         """Make ``session`` the app's: its log in the timeline, its events from now on."""
@@ -206,18 +189,8 @@ class LoopdeckApp(App[int]):
         session.plan.reviewer = self._review_plan
         session.questions.asker = self._ask_user
         session.permission_level.enable()  # here somebody can choose it
-        backlog = session.backlog
         preview, self._preview = self._preview, None
-        rest = rest_after_preview(preview, session) if preview is not None else None
-        if preview is not None and rest is None:
-            self.timeline.reset()  # the log changed since its tail was drawn: again
-        if not any(event.type == "user.message" for event in backlog):
-            self.timeline.welcome(Static(_welcome(session), classes="welcome"))
-        if rest is not None:
-            finish_preview(self.timeline, session, rest)
-        else:
-            seed_timeline(self.timeline, session)  # a long log: only its tail is loaded
-            self.timeline.load(backlog)
+        show_backlog(self.timeline, session, preview)
         self.todo_panel.show(self.timeline.transcript.todos.items)
         self._stop_watching = session.subscribe(self._on_event)
         self.run_worker(
@@ -429,41 +402,10 @@ class LoopdeckApp(App[int]):
         self._refresh_status()
 
     async def resume_session(self, id_or_prefix: str) -> None:
-        if self._store is None or self._resumer is None:
-            self.say("Sessions cannot be resumed in this run.")
-            return
-        from agent.store import SessionNotFound
-
-        try:
-            session_id = self._store.resolve(id_or_prefix)
-        except (SessionNotFound, ValueError) as exc:
-            self.say(str(exc))
-            return
-        problem = await self._switch_session(session_id)
-        if problem:
-            self.say(f"Not resumed: {problem}")
+        await self._switch.resume(id_or_prefix)
 
     async def fork_session(self) -> None:
-        session = self.session
-        if session is None or session.store is None or self._resumer is None:
-            self.say("This session cannot be forked (it is not recorded).")
-            return
-        from agent.fork import fork_log
-
-        await session.persist()
-        original = session.id
-        try:
-            new_id = await asyncio.to_thread(
-                fork_log, session.store, original, model=session.model.name, cwd=session.cwd
-            )
-        except (OSError, ValueError) as exc:
-            self.say(f"Not forked: {exc}")
-            return
-        problem = await self._switch_session(new_id)
-        if problem:
-            self.say(f"Forked to {new_id[:8]} but could not open it: {problem}")
-            return
-        self.say(f"Forked: this is session {new_id[:8]}; {original[:8]} is left as it was.")
+        await self._switch.fork()
 
     def _files_listed(self) -> None:
         if self.prompt.has_focus:
@@ -561,32 +503,15 @@ class LoopdeckApp(App[int]):
             self.notify("No session store in this run.", severity="warning")
             return
         cwd = self.session.cwd if self.session is not None else Path.cwd()
-        resume = self._switch_session if self._resumer is not None else None
+        resume = self._switch.switch if self._resumer is not None else None
         current = self.session.id if self.session is not None else None
         self.push_screen(SessionBrowser(self._store, cwd, resume, current))
 
-    async def _switch_session(self, session_id: str) -> str | None:
-        """Resume ``session_id`` in place of the current session. Returns why it could
-        not be opened (another process writes it…); the current session then stays."""
-        if self.session is not None and self.session.id == session_id:
-            return None
-        assert self._resumer is not None
-        try:
-            session = await self._resumer(session_id)
-        except StartupError as exc:
-            return str(exc)
-        try:
-            old, self.session = self.session, None
-            if old is not None:
-                # Shielded: a switch cancelled now (Esc, another choice) still lets go.
-                await asyncio.shield(old.close())
-        except BaseException:
-            await asyncio.shield(session.close())  # never shown: release its lock
-            raise
+    def adopt(self, session: Session) -> None:
+        """Show ``session`` in place of the one closed (see app/session_switch.py)."""
         self.timeline.reset()
         self._initial_prompt = None
         self._show(session)
-        return None
 
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()
@@ -623,17 +548,3 @@ class LoopdeckApp(App[int]):
             "Sessions", "Browse, resume, replay or delete sessions (Ctrl+O)", self.action_sessions
         )
         yield from commands.system_commands(self)
-
-
-def _welcome(session: Session) -> WelcomeText:
-    home = str(Path.home())
-    cwd = str(session.cwd)
-    where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
-    return WelcomeText(
-        f"loopdeck · {session.model.name} · {where}",
-        [
-            "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
-            "commands here, asking before it changes anything. Shift+Tab cycles plan mode and",
-            "autopilot (it works until the task is done), Esc stops a turn, / lists commands.",
-        ],
-    )

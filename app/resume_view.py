@@ -9,14 +9,20 @@ session. Older turns are read from the log's index when the user asks for them
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import Future
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.widget import AwaitMount
+from textual.widgets import Static
 
 from agent.blocks import Block
 from agent.events import Event
 from agent.transcript import Transcript
+from app.drawn import until_drawn
 from widgets.timeline import Timeline
+from widgets.welcome import WelcomeText
 
 if TYPE_CHECKING:
     # The session (its loop, model and tools) loads after the first frame, and what
@@ -24,6 +30,12 @@ if TYPE_CHECKING:
     from agent.replay import EventIndex
     from agent.session import Session
     from agent.tail_resume import Counts, TailPreview
+
+# The drawn tail's blocks mounted for its first frame (more than a screen holds), then
+# a few a frame: laying out and painting all of its turns at once held the event
+# loop for ~50 ms.
+FIRST_BLOCKS = 6
+BLOCKS_A_FRAME = 4
 
 # Blocks folded from an older window get ids far below the live transcript's (which
 # count up from 1), so that no two blocks in the timeline share one.
@@ -44,7 +56,7 @@ def seed_timeline(timeline: Timeline, session: Session) -> None:
     plan = session.resumed_from
     if plan is None or plan.tail_start == 0:
         return
-    before = counts_before(plan.index, plan.tail_start)
+    before = plan.before_tail
     transcript = Transcript()
     transcript.turns = before.turns
     transcript.tool_calls = before.tool_calls
@@ -65,7 +77,65 @@ def draw_preview(timeline: Timeline, preview: TailPreview) -> AwaitMount | None:
     timeline.reset(transcript)
     if preview.tail_start > 0 or preview.index.start > 0:
         keep_scrollbar_room(timeline)
-    return timeline.load(preview.events)
+    cap, timeline.max_mounted = timeline.max_mounted, FIRST_BLOCKS
+    try:
+        return timeline.load(preview.events)
+    finally:
+        timeline.max_mounted = cap
+
+
+async def draw_tail(timeline: Timeline, tail: Future[TailPreview]) -> TailPreview | None:
+    """Resume, tail first: the end of the log (read back from its end in a thread since
+    launch) drawn before the session (its model, loop and tools) is open. Returns once
+    its last blocks are on screen (None: it could not be read; the session reads the
+    log again, and says what is wrong)."""
+    try:
+        preview = await asyncio.wrap_future(tail)
+    except Exception:
+        return None
+    mounted = draw_preview(timeline, preview)
+    while mounted is not None:
+        await mounted
+        # The session opens once the tail is on screen, not taking turns with it.
+        await until_drawn(timeline.screen, timeline.children[-1])
+        # Short turns on a tall screen: more of them before the session opens, so the
+        # screen is not left half empty until then.
+        filled = timeline.virtual_size.height > timeline.size.height
+        mounted = None if filled else timeline.load_earlier(BLOCKS_A_FRAME)
+    return preview
+
+
+async def mount_rest(timeline: Timeline) -> None:
+    """The drawn tail's other blocks, a few a frame, above those on screen (the
+    timeline is anchored to its end: what is seen does not move). Stops when the
+    timeline is drawn again (another session, or the log changed)."""
+    transcript = timeline.transcript
+    while (
+        timeline.transcript is transcript
+        and timeline.hidden_blocks > 0
+        and timeline.mounted_blocks < timeline.max_mounted
+    ):
+        mounted = timeline.load_earlier(BLOCKS_A_FRAME)
+        if mounted is not None:
+            await mounted
+        await timeline.screen.wait_for_refresh()
+
+
+def show_backlog(timeline: Timeline, session: Session, preview: TailPreview | None) -> None:
+    """A session just opened, in the timeline: its log's tail (kept as drawn when the
+    session read the same tail) and what opening it added; a banner when it has no
+    prompt yet."""
+    backlog = session.backlog
+    rest = rest_after_preview(preview, session) if preview is not None else None
+    if preview is not None and rest is None:
+        timeline.reset()  # the log changed since its tail was drawn: again
+    if not any(event.type == "user.message" for event in backlog):
+        timeline.welcome(Static(_welcome(session), classes="welcome"))
+    if rest is not None:
+        finish_preview(timeline, session, rest)
+    else:
+        seed_timeline(timeline, session)  # a long log: only its tail is loaded
+        timeline.load(backlog)
 
 
 def keep_scrollbar_room(timeline: Timeline) -> None:
@@ -85,19 +155,12 @@ def rest_after_preview(preview: TailPreview, session: Session) -> list[Event] | 
         return None
     index = plan.index
     offset = index.offsets[plan.tail_start] if plan.tail_start < len(index) else index.size
-    usage_at = next(
-        (
-            i
-            for i in range(plan.tail_start - 1, -1, -1)
-            if index.types[i] == "session.usage_checkpoint"
-        ),
-        -1,
-    )
+    usage_at = plan.usage_before_tail
     agrees = (
         index.path == preview.index.path
         and offset == preview.offset
         and session.restored == len(preview.events)
-        and counts_before(index, plan.tail_start).turns == preview.turns_before
+        and plan.before_tail.turns == preview.turns_before
         and (index.offsets[usage_at] if usage_at >= 0 else -1) == preview.usage_offset
     )
     return session.backlog[session.restored :] if agrees else None
@@ -109,7 +172,7 @@ def finish_preview(timeline: Timeline, session: Session, rest: list[Event]) -> N
     plan = session.resumed_from
     assert plan is not None
     transcript = timeline.transcript
-    transcript.tool_calls += counts_before(plan.index, plan.tail_start).tool_calls
+    transcript.tool_calls += plan.before_tail.tool_calls
     if transcript.todos.items is None:
         transcript.todos.items = session.todos.items or None
     if plan.tail_start > 0:
@@ -149,3 +212,17 @@ class EarlierTurns:
         transcript.finish_replay()
         self.start = begin
         return transcript.items
+
+
+def _welcome(session: Session) -> WelcomeText:
+    home = str(Path.home())
+    cwd = str(session.cwd)
+    where = "~" + cwd[len(home) :] if cwd.startswith(home) else cwd
+    return WelcomeText(
+        f"loopdeck · {session.model.name} · {where}",
+        [
+            "Ask about this code, or give the agent a task. It reads, searches, edits and runs",
+            "commands here, asking before it changes anything. Shift+Tab cycles plan mode and",
+            "autopilot (it works until the task is done), Esc stops a turn, / lists commands.",
+        ],
+    )

@@ -3,6 +3,7 @@
 
     python -m benchmarks.tail_resume [--events 74000] [--mib 230] [--repeat 5]
                                      [--size 120x40] [--no-encode]
+                                     [--baseline DIR] [--stacks]
 
 1. **The log**: a generated session in the Copilot SDK's event format (every line
    parses with the official parser; checked on one line of each type): user
@@ -21,7 +22,8 @@
 3. **While resuming**: a probe task sleeps 5 ms in a loop from the first frame on
    and records how late it wakes (the longest stall of the event loop until the
    tail is drawn, and until ready); RSS now (``VmRSS``) and at peak (``VmHWM``) at
-   the tail frame and when ready.
+   the tail frame and when ready. ``--stacks``: a thread samples the main thread's
+   stack every 4 ms; each stall over 50 ms is printed with its most sampled frames.
 
 Targets (issue 16): resume and replay to the tail ≤ 3× bare Textual's first frame,
 RSS ≤ 150 MiB, no stall over 50 ms. Results: a table on stdout and
@@ -252,6 +254,27 @@ RESUME_CHILD = (
     + r"""
 import asyncio
 _lags = []
+_stalls = []  # (start, end) of each wait over 50 ms
+_samples = []  # (time, the main thread's innermost project frames), with --stacks
+
+def _sample_main():
+    import threading, traceback
+    main = threading.main_thread().ident
+    skip = ("/textual/", "/rich/", "/asyncio/", "/threading.py", "/selectors.py", "<")
+    while True:
+        time.sleep(0.004)
+        frame = sys._current_frames().get(main)
+        if frame is None:
+            continue
+        stack = traceback.extract_stack(frame)
+        mine = [f for f in stack if not any(part in f.filename for part in skip)]
+        where = [f"{f.filename.rsplit('/', 2)[-2]}/{f.filename.rsplit('/', 1)[-1]}:{f.name}"
+                 for f in mine[-2:]]
+        _samples.append((time.monotonic(), " < ".join(reversed(where)), stack[-1].name))
+
+if _p.get("stacks"):
+    import threading as _threading
+    _threading.Thread(target=_sample_main, daemon=True).start()
 
 def _status(key):
     with open("/proc/self/status") as fh:
@@ -265,6 +288,8 @@ async def _probe():
         t = time.monotonic()
         await asyncio.sleep(0.005)
         _lags.append(time.monotonic() - t - 0.005)
+        if _lags[-1] > 0.05:
+            _stalls.append((t, time.monotonic()))
 
 def _display(self, screen, renderable):
     shown = renderable is not None and not self._batch_count
@@ -310,6 +335,18 @@ def _display(self, screen, renderable):
     from app.cli import main
     main(_p["argv"])
 _marks["end"] = time.monotonic()
+# Where the main thread was during each stall: its most sampled frames.
+_marks["stall_stacks"] = []
+for _a, _b in _stalls:
+    _seen = {}
+    for _t, _where, _leaf in _samples:
+        if _a <= _t <= _b:
+            _seen[(_where, _leaf)] = _seen.get((_where, _leaf), 0) + 1
+    _top = sorted(_seen.items(), key=lambda kv: -kv[1])[:4]
+    _marks["stall_stacks"].append(
+        {"ms": round((_b - _a - 0.005) * 1000), "at": _a,
+         "where": [f"{n}x {w} ({leaf})" for (w, leaf), n in _top]}
+    )
 print("\n@@TAIL-RESUME-RESULT@@ " + json.dumps(_marks))
 """
 )
@@ -322,6 +359,7 @@ def run_resume(
     *,
     new: bool = False,
     code: str | None = None,
+    stacks: bool = False,
 ) -> dict[str, Any]:
     """``loopdeck --resume`` of the log (``new``: a new session, the reference;
     ``code``: a checkout of another commit to run instead, for a before/after)."""
@@ -334,6 +372,7 @@ def run_resume(
         "size": list(size),
         "encode": encode,
         "timeout": 300,
+        "stacks": stacks,
     }
     env = dict(os.environ)
     env.update(
@@ -387,6 +426,8 @@ def run_resume(
         # on a loaded machine (what the work costs, not how long it waited for a CPU).
         "cpu_tail_s": marks["cpu_tail"],
         "cpu_ready_s": marks["cpu_ready"],
+        # With --stacks: what the main thread did in each stall over 50 ms.
+        "stalls": [{**stall, "at_s": stall.pop("at") - start} for stall in marks["stall_stacks"]],
     }
 
 
@@ -406,6 +447,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-encode", dest="encode", action="store_false")
     parser.add_argument(
         "--baseline", help="a checkout of an earlier commit: its --resume runs side by side"
+    )
+    parser.add_argument(
+        "--stacks",
+        action="store_true",
+        help="sample the main thread's stack: print where each stall over 50 ms was",
     )
     args = parser.parse_args(argv)
     width, height = (int(x) for x in args.size.split("x"))
@@ -433,9 +479,11 @@ def main(argv: list[str] | None = None) -> int:
                 run_cold("bare-textual", [], size=size, encode=args.encode, home=root / "bare")
             )
             runs["new"].append(run_resume(log, size, args.encode, new=True))
-            runs["resume"].append(run_resume(log, size, args.encode))
+            runs["resume"].append(run_resume(log, size, args.encode, stacks=args.stacks))
             if args.baseline:
-                runs["baseline"].append(run_resume(log, size, args.encode, code=args.baseline))
+                runs["baseline"].append(
+                    run_resume(log, size, args.encode, code=args.baseline, stacks=args.stacks)
+                )
             runs["replay"].append(
                 run_cold("instant", replay_argv, size=size, encode=args.encode, home=root / "rp")
             )
@@ -487,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
         summary["baseline_tail_s"] = _median(runs["baseline"], "tail_s")
         summary["baseline_ratio"] = summary["baseline_tail_s"] / bare
         summary["baseline_ready_s"] = _median(runs["baseline"], "ready_s")
+        summary["baseline_ready_ratio"] = summary["baseline_ready_s"] / bare
+        summary["cpu_baseline_ready_s"] = _median(runs["baseline"], "cpu_ready_s")
         summary["baseline_ready_max_stall_ms"] = (
             max(r["ready_stall_s"] for r in runs["baseline"]) * 1000
         )
@@ -540,7 +590,8 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 (
                     "baseline resume: ready",
-                    f"{summary['baseline_ready_s'] * 1000:,.0f} ms",
+                    f"{summary['baseline_ready_s'] * 1000:,.0f} ms "
+                    f"({summary['baseline_ready_ratio']:.2f}×)",
                     "",
                 ),
                 (
@@ -588,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     if runs["baseline"]:
         cpu += [
             ("baseline resume: tail drawn", summary["cpu_baseline_resume_s"]),
+            ("baseline resume: ready", summary["cpu_baseline_ready_s"]),
             ("baseline replay: tail drawn", summary["cpu_baseline_replay_s"]),
         ]
     rows += [
@@ -596,6 +648,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for label, value, target in rows:
         print(f"  {label:<42} {value:>16}   {target}")
+    if args.stacks:
+        for variant in ("resume", "baseline"):
+            for number, run in enumerate(runs[variant], start=1):
+                for stall in run["stalls"]:
+                    when = f"{stall['ms']} ms stall at {stall['at_s']:.3f} s"
+                    print(f"\n{variant} run {number}: {when}")
+                    for where in stall["where"]:
+                        print(f"    {where}")
     out = ROOT / "benchmarks" / "results"
     out.mkdir(exist_ok=True)
     log.pop("home", None)

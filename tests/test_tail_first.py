@@ -263,3 +263,93 @@ async def test_the_cli_starts_reading_the_tail_only_for_a_session_resumed_in_pla
     preview = future.result(timeout=60)
     assert preview.index.path == store.events_path(sid)
     assert _seen(preview) == _whole(store.events_path(sid), agent.tail_resume.TAIL_TURNS)
+
+
+async def test_the_drawn_tail_mounts_its_last_blocks_first_then_the_rest_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.app import LoopdeckApp
+    from app.resume_view import FIRST_BLOCKS, draw_preview, mount_rest
+
+    store, sid = await _log(tmp_path, 14)
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 10)
+    preview = read_tail(store.events_path(sid))
+    never = asyncio.Event()
+
+    async def opener() -> Session:
+        await never.wait()
+        raise AssertionError("not opened here")
+
+    app = LoopdeckApp(opener)
+    async with app.run_test(size=(100, 30)) as pilot:
+        timeline = app.timeline
+        mounted = draw_preview(timeline, preview)
+        assert mounted is not None
+        await mounted
+        # The first frame lays out and paints a screen's worth, not the whole tail.
+        items = timeline.transcript.items
+        assert len(items) > FIRST_BLOCKS
+        assert timeline.mounted_blocks == FIRST_BLOCKS
+        assert timeline.hidden_blocks == len(items) - FIRST_BLOCKS
+        await mount_rest(timeline)
+        await pilot.pause()
+        assert timeline.hidden_blocks == 0 and timeline.mounted_blocks == len(items)
+        numbers = [view.block.number for view in timeline.query("TurnDigest")]
+        last = timeline.transcript.turns
+        assert numbers == list(range(last - 9, last + 1))  # in log order, as in the whole log
+        assert not timeline.query_one(".load-earlier").display
+
+
+def test_the_tail_is_handed_over_with_markdown_loaded(tmp_path: Path) -> None:
+    """Loaded after the tail was handed over, its import lock held the app's first
+    paint of the tail (a stall of 40-70 ms)."""
+    import os
+    import subprocess
+    import sys
+
+    store, sid = asyncio.run(_log(tmp_path, 3))
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from app.cli import build_parser\n"
+        "from app.tui import start_tail\n"
+        "future = start_tail(build_parser().parse_args(['--resume', sys.argv[1]]), Path.cwd())\n"
+        "future.result(timeout=60)\n"
+        "module = sys.modules.get('rich.markdown')\n"
+        "print('LOADED' if module is not None and hasattr(module, 'Markdown') else 'NOT')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, sid],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "LOOPDECK_HOME": str(store.root.parent)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip().splitlines()[-1:] == ["LOADED"], done.stderr[-2000:]
+
+
+async def test_a_tail_that_does_not_fill_the_screen_mounts_more_before_the_session_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.app import LoopdeckApp
+    from app.resume_view import FIRST_BLOCKS
+
+    store, sid = await _log(tmp_path, 14)
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 10)
+    never = asyncio.Event()
+
+    async def opener() -> Session:
+        await never.wait()
+        raise AssertionError("not opened here")
+
+    app = LoopdeckApp(opener, tail=_future(store.events_path(sid)))
+    async with app.run_test(size=(100, 300)) as pilot:  # taller than the whole tail
+        timeline = app.timeline
+        for _ in range(_FRAMES):
+            if timeline.mounted_blocks > FIRST_BLOCKS and timeline.hidden_blocks == 0:
+                break
+            await pilot.pause()
+        assert app.session is None
+        assert timeline.hidden_blocks == 0
+        assert timeline.mounted_blocks == len(timeline.transcript.items) > FIRST_BLOCKS

@@ -245,3 +245,26 @@ async def test_a_resumed_history_keeps_what_the_summary_left_after_an_empty_repl
     resumed = await Session.resume(store=store, session_id=session.id, model=scripted([]))
     assert [m.get("content") for m in resumed.history.messages] == live
     await resumed.close()
+
+
+@pytest.mark.parametrize("tail_turns", [2, 8, 40])
+async def test_the_plan_counts_what_comes_before_the_tail_and_before_the_fold(
+    tmp_path: Path, tail_turns: int
+) -> None:
+    from agent.tail_resume import Counts
+
+    store, sid = await _compacted_log(tmp_path)
+    plan = plan_resume(store.events_path(sid), tail_turns)
+    types = plan.index.types
+
+    def counts(stop: int) -> Counts:
+        counted = Counts()
+        for etype in types[:stop]:
+            counted.add(etype)
+        return counted
+
+    assert plan.counted == counts(plan.fold_start)
+    assert plan.before_tail == counts(plan.tail_start)
+    checkpoints = [i for i in range(plan.tail_start) if types[i] == "session.usage_checkpoint"]
+    # Here 2 turns start after the last checkpoint's fold, 8 before it, 40 at the start.
+    assert plan.usage_before_tail == (checkpoints[-1] if checkpoints else -1)

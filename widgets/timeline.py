@@ -393,17 +393,18 @@ class Timeline(VerticalScroll):
     def on_load_earlier_pressed(self, _: LoadEarlier.Pressed) -> None:
         self.load_earlier()
 
-    def load_earlier(self) -> None:
+    def load_earlier(self, count: int = LOAD_CHUNK) -> AwaitMount | None:
         self.show_pending()
         if self._first_mounted == 0 and self.earlier is not None:
             # Every folded block is mounted: fold the part of the log before them.
             older = self.earlier.take()
             self.transcript.items[:0] = older
             self._first_mounted = len(older)
-        start = max(0, self._first_mounted - LOAD_CHUNK)
-        self._mount_range(start, self._first_mounted, at_end=False)
+        start = max(0, self._first_mounted - count)
+        mounted = self._mount_range(start, self._first_mounted, at_end=False)
         self._first_mounted = start
         self._update_load_row()
+        return mounted
 
     def _update_load_row(self) -> None:
         hidden = self._first_mounted
@@ -415,6 +416,11 @@ class Timeline(VerticalScroll):
             self._load_row.update(
                 f"▲ {unread} earlier turns of this session — click or press enter to load more"
             )
+
+    @property
+    def hidden_blocks(self) -> int:
+        """Folded blocks above the mounted ones, not mounted yet."""
+        return self._first_mounted
 
     @property
     def mounted_blocks(self) -> int:
