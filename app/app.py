@@ -163,6 +163,11 @@ class LoopdeckApp(App[int]):
     async def _start(self) -> None:
         preview = await draw_tail(self.timeline, self._tail) if self._tail is not None else None
         self._preview = preview
+        if preview is not None:  # the log's own turns and id while its session opens
+            self.status.transcript = self.timeline.transcript
+            self.status.session_id = preview.index.path.parent.name
+            self.status.note = "resuming…"
+            self.status.refresh()
         try:
             session = await self._opener()
         except StartupError as exc:

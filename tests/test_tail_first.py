@@ -159,6 +159,13 @@ async def test_the_app_draws_the_tail_before_the_session_opens_and_keeps_it(
         assert _turns(app) == [11, 12, 13]
         drawn = {id(view) for view in app.timeline.query("TurnDigest")}
         assert drawn
+        # The status line speaks of the log being resumed, not of a new session.
+        for _ in range(_FRAMES):
+            if "resuming" in str(app.status.render()):
+                break
+            await pilot.pause()
+        status = str(app.status.render())
+        assert sid[:8] in status and "resuming…" in status and "turns 13" in status, status
         release.set()
         while app.session is None:
             await pilot.pause()
