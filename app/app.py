@@ -164,8 +164,9 @@ class LoopdeckApp(App[int]):
         preview = await draw_tail(self.timeline, self._tail) if self._tail is not None else None
         self._preview = preview
         if preview is not None:  # the log's own turns and id while its session opens
-            self.status.transcript = self.timeline.transcript
+            transcript = self.status.transcript = self.timeline.transcript
             self.status.session_id = preview.index.path.parent.name
+            self.status.model = transcript.selected_model or transcript.model or ""
             self.status.note = "resuming…"
             self.status.refresh()
         try:

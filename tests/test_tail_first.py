@@ -166,6 +166,7 @@ async def test_the_app_draws_the_tail_before_the_session_opens_and_keeps_it(
             await pilot.pause()
         status = str(app.status.render())
         assert sid[:8] in status and "resuming…" in status and "turns 13" in status, status
+        assert "no model" not in status, status
         release.set()
         while app.session is None:
             await pilot.pause()
