@@ -56,10 +56,8 @@ def tokens(count: int | None) -> str:
         return ""
     if count < 1000:
         return str(count)
-    if count < 100_000:
+    if count < 999_950:
         return f"{count / 1000:.1f}k"
-    if count < 999_500:
-        return f"{count / 1000:.0f}k"  # "612k": a tenth of a thousand says nothing here
     return f"{count / 1_000_000:.1f}M"  # an all-day session: "49.0M", not "48956.0k"
 
 
