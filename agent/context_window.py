@@ -9,7 +9,8 @@ The next request's size is counted with litellm's token counter, one message at 
 time (a message is counted once, when it joins the history), then corrected by
 what the provider reported: after each call the ratio of the reported prompt size
 to the counted one scales later counts, so a tokenizer that differs from the
-provider's does not let the history overflow.
+provider's does not let the history overflow. Until the first report, a count by a
+tokenizer that is not the model's own is taken :data:`UNCALIBRATED_MARGIN` larger.
 
 litellm is imported on the first count (it takes seconds), never on the way to the
 first frame.
@@ -31,6 +32,15 @@ MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its content (role, fr
 # Of the window kept for the reply at most (a model whose output limit is its whole
 # window, as local ones often say, must still take a prompt).
 MAX_REPLY_SHARE = 1 / 3
+
+# Until the provider has reported a request's size, a count by a tokenizer that is not
+# the model's own (litellm falls back to tiktoken's) is taken this much larger: the
+# model's may count more, and the first request must fit all the same. Measured against
+# llama.cpp's server: SmolLM2's tokenizer counts 5-11 % more than tiktoken's on prose,
+# code and the templated tool definitions; models with small vocabularies count more.
+UNCALIBRATED_MARGIN = 1.2
+# Providers whose models litellm counts with their own tokenizer (tiktoken).
+_TIKTOKEN_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai"})
 
 Counter = Callable[[str], int]
 
@@ -128,6 +138,18 @@ def litellm_counter(model: str) -> Counter:
     return count
 
 
+def uncalibrated_ratio(model: str) -> float:
+    """How much larger than litellm's count to take ``model``'s requests before its
+    provider has reported one: 1 for the models litellm counts with their own
+    tokenizer (OpenAI's, by its bundled map), else :data:`UNCALIBRATED_MARGIN`."""
+    import litellm
+
+    table = litellm.model_cost
+    info = table.get(model) or table.get(model.split("/", 1)[-1])
+    provider = info.get("litellm_provider") if isinstance(info, dict) else None
+    return 1.0 if provider in _TIKTOKEN_PROVIDERS else UNCALIBRATED_MARGIN
+
+
 def estimate_tokens(text: str) -> int:
     """About four bytes of UTF-8 a token: the fallback when no tokenizer works. Bytes,
     not characters: a tokenizer spends a token or more on a CJK character or an
@@ -175,16 +197,20 @@ class Usage:
 class TokenMeter:
     """Counts what a request holds, caching each message's count by identity.
 
-    ``counter`` is called lazily (litellm on first use), so building a meter is free.
+    ``counter`` is called lazily (litellm on first use), so building a meter is free;
+    so is ``first_ratio``, the scale of counts until the provider reports one.
     """
 
     def __init__(
         self,
         limits: ContextLimits | Callable[[], ContextLimits],
         counter_factory: Callable[[], Counter],
+        first_ratio: Callable[[], float] | None = None,
     ) -> None:
         self._limits = limits
         self._factory = counter_factory
+        self._first_ratio = first_ratio
+        self.calibrated = False  # True once a provider's report has set the ratio
         self._counter: Counter | None = None
         self._counts: dict[int, tuple[dict[str, Any], int]] = {}  # id -> (message, tokens)
         self._text_cache: dict[str, int] = {}  # system prompt / tool schemas
@@ -217,6 +243,8 @@ class TokenMeter:
     def count_text(self, text: str) -> int:
         if self._counter is None:
             self._counter = self._factory()
+            if self._first_ratio is not None and not self.calibrated:
+                self.ratio = self._first_ratio()
         return self._counter(text)
 
     def _cached_text(self, text: str) -> int:
@@ -283,3 +311,4 @@ class TokenMeter:
         # A wild ratio is a provider counting something else (cached prompts, say).
         if 0.5 <= ratio <= 2.0:
             self.ratio = ratio
+            self.calibrated = True

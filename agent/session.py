@@ -37,6 +37,7 @@ from agent.context_window import (
     estimate_tokens,
     limits_for,
     litellm_counter,
+    uncalibrated_ratio,
 )
 from agent.events import (
     AbortData,
@@ -183,7 +184,7 @@ class Session:
         # The model's context window: measured before each call, compacted when full.
         self._window_override: int | None = None
         self._max_output_override: int | None = None
-        self.context = ContextKeeper(self, TokenMeter(self._context_limits, self._token_counter))
+        self.context = ContextKeeper(self, self._new_meter())
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
@@ -702,7 +703,7 @@ class Session:
         if window is not None:
             self._window_override = window
             self._max_output_override = max_output
-            self.context.meter = TokenMeter(self._context_limits, self._token_counter)
+            self.context.meter = self._new_meter()
         if settings is not None:
             self.context.settings = settings
 
@@ -713,6 +714,15 @@ class Session:
         if isinstance(scripted, int) and scripted > 0:
             return ContextLimits(scripted, None, "script")
         return limits_for(self.model.name)
+
+    def _new_meter(self) -> TokenMeter:
+        return TokenMeter(self._context_limits, self._token_counter, self._first_ratio)
+
+    def _first_ratio(self) -> float:
+        # A scripted model's counts are the estimate's own: nothing to allow for.
+        if self.model.name.startswith("scripted:"):
+            return 1.0
+        return uncalibrated_ratio(self.model.name)
 
     def _token_counter(self) -> Counter:
         # A scripted model has no tokenizer, and must not pull in litellm (seconds).
@@ -822,7 +832,7 @@ class Session:
             self._prompts.clear()
             # Its window, output limit and tokenizer, and no correction learnt from
             # another provider's counts.
-            self.context.meter = TokenMeter(self._context_limits, self._token_counter)
+            self.context.meter = self._new_meter()
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
     def add_dir(self, folder: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import importlib.util
 import json
 import os
@@ -28,7 +29,10 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
 
 MODEL_ALIAS = "smollm2"
 HERMES_TEMPLATE = Path(__file__).parent / "fixtures" / "hermes_tool_calls.jinja"
@@ -175,6 +179,24 @@ class LlamaServer:
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read())
 
+    def metrics(self) -> dict[str, float]:
+        """The server's own counters (Prometheus text at /metrics)."""
+        with urllib.request.urlopen(f"{self.origin}/metrics", timeout=30) as response:
+            text = response.read().decode()
+        values = {}
+        for line in text.splitlines():
+            if line.startswith("llamacpp:"):
+                name, value = line.split()
+                values[name.removeprefix("llamacpp:")] = float(value)
+        return values
+
+    def prompt_tokens_seen(self, since: dict[str, float]) -> float:
+        """Prompt tokens the server read since ``since`` (a :meth:`metrics`), whether it
+        evaluated them or found them in its cache: what its usage reports add up to."""
+        now = self.metrics()
+        keys = ("prompt_tokens_total", "prompt_tokens_cached_total")
+        return sum(now[k] - since[k] for k in keys)
+
     @property
     def pid(self) -> int:
         assert self.process is not None
@@ -213,6 +235,19 @@ class LlamaServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def pin_system_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin the directory and the date the system prompt names: a tiny model's reply is
+    the same on every run only for the same prompt (it is a different prompt otherwise)."""
+    import agent.session
+    from agent.prompt import build_system_prompt
+
+    def pinned(**kwargs: Any) -> str:
+        kwargs.update(cwd=Path("/home/user/project"), today=datetime.date(2026, 1, 1))
+        return build_system_prompt(**kwargs)
+
+    monkeypatch.setattr(agent.session, "build_system_prompt", pinned)
 
 
 @contextlib.contextmanager

@@ -12,11 +12,13 @@ import pytest
 
 from agent.compaction import CompactionSettings, settings_from, summary_request
 from agent.context_window import (
+    UNCALIBRATED_MARGIN,
     ContextLimits,
     TokenMeter,
     estimate_tokens,
     limits_for,
     message_text,
+    uncalibrated_ratio,
 )
 from agent.events import (
     AssistantMessageData,
@@ -91,6 +93,17 @@ def test_meter_counts_each_message_once_and_follows_the_providers_count() -> Non
     assert meter.measure("system", [], history).total == 2 * second.total
     meter.correct(100 * second.total)  # a wild ratio is ignored
     assert meter.ratio == 2.0
+
+
+def test_until_the_provider_counts_a_foreign_tokenizers_count_has_a_margin() -> None:
+    meter = TokenMeter(ContextLimits(1_000, None, "config"), lambda: len, lambda: 1.2)
+    history = [{"role": "user", "content": "x" * 96}]
+    assert meter.measure("", [], history).messages == 120  # (96 + 4) counted, 1.2 kept
+    meter.correct(110)  # the provider's own count replaces the margin
+    assert meter.calibrated and meter.measure("", [], history).total == 110
+    # litellm counts OpenAI's models with their own tokenizer; others by tiktoken's.
+    assert uncalibrated_ratio("gpt-4o") == uncalibrated_ratio("openai/gpt-4o") == 1.0
+    assert uncalibrated_ratio("openai/smollm2") == UNCALIBRATED_MARGIN > 1
 
 
 async def test_each_call_reports_the_context_use_before_it(tmp_path: Path) -> None:

