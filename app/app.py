@@ -28,6 +28,7 @@ from agent.store import SessionStore
 from app import commands
 from app.app_setup import exit_on_signals, set_up
 from app.drawn import until_drawn
+from app.gc_policy import thaw_if_due
 from app.resume_view import draw_preview, finish_preview, rest_after_preview, seed_timeline
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
@@ -261,6 +262,7 @@ class LoopdeckApp(App[int]):
             # The session rests: draw its last state now.
             self.timeline.show_pending()
             self._refresh_status()
+            self.call_after_refresh(thaw_if_due)  # the collector's long walk, once drawn
         elif event.type in STATUS_EVENTS and not self._status_due:
             # Like the timeline, the status line catches up once per burst of events.
             self._status_due = True
