@@ -182,7 +182,9 @@ class GcPauses:
             "over_200ms": sum(1 for x in ms if x > 200),
             "collected_total": sum(self.collected),
             # The long ones (a walk of the whole heap): pause and objects freed.
-            "long_ones": [[round(x), c] for x, c in zip(ms, self.collected, strict=True) if x > 200],
+            "long_ones": [
+                [round(x), c] for x, c in zip(ms, self.collected, strict=True) if x > 200
+            ],
         }
 
 
