@@ -108,25 +108,31 @@ def _drop_task(worker: Any) -> None:
 def _strips_do_not_cache_themselves() -> None:
     """``Strip.divide`` and ``Strip.crop_extend`` cache their result on the strip, and
     that result is often the strip itself (a full-width line): each such line is a
-    reference cycle, left to the collector — and frozen while on screen."""
+    reference cycle, left to the collector — and frozen while on screen. That one
+    result is returned uncached (it is the cheap case); the others stay cached, so
+    the strips derived from a line stay the same objects, with their own caches."""
     from collections.abc import Iterable, Sequence
 
     from rich.style import Style as RichStyle
     from textual.strip import Strip
 
     divide = Strip.divide
-    crop_extend = Strip.crop_extend
 
     def divide_uncycled(self: Strip, cuts: Iterable[int]) -> Sequence[Strip]:
-        strips = divide(self, cuts)
-        if len(strips) == 1 and strips[0] is self:
-            self._divide_cache.clear()
-        return strips
+        cuts = list(cuts)
+        length = self.cell_length
+        if [cut for cut in cuts if cut <= length] == [length]:
+            return [self]
+        return divide(self, cuts)
 
     def crop_extend_uncycled(self: Strip, start: int, end: int, style: RichStyle | None) -> Strip:
-        strip = crop_extend(self, start, end, style)
-        if strip is self:
-            self._crop_extend_cache.clear()
+        key = (start, end, style)
+        cached = self._crop_extend_cache.get(key)
+        if cached is not None:
+            return cached
+        strip = self.extend_cell_length(end, style).crop(start, end)
+        if strip is not self:
+            self._crop_extend_cache[key] = strip
         return strip
 
     Strip.divide = divide_uncycled  # type: ignore[method-assign]
