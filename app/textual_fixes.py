@@ -21,11 +21,13 @@ thaw walks the whole heap, the longest pause of a long session. Three reference
 cycles kept every removed widget for the collector: its CSS styles hold the widget
 (``Styles.node``, a strong reference, unlike ``RenderStyles``), and so do the virtual
 nodes that style its component classes; a ``Static`` holds its visual (also in the
-layout cache), which holds the widget; and a finished worker keeps its task, whose context
-holds the worker (``active_worker``) and so its widget; a cancelled or failed one
-also keeps its error, whose traceback's frames hold it too. Each is cut once the widget's
-message loop has ended (or the worker's task is done): Textual reads ``node`` as
-"not mounted" when it is ``None``, and rebuilds a ``Static``'s visual on demand.
+layout cache), which holds the widget; and a finished worker keeps its task, whose
+context holds the worker (``active_worker``) and so its widget; a cancelled or
+failed one also keeps its error, whose traceback's frames hold it too. Each is cut
+once the widget's message loop has ended (or the worker's task is done): Textual
+reads ``node`` as "not mounted" when it is ``None``, and rebuilds a ``Static``'s
+visual on demand. A full-width line was a cycle of its own (see
+``_strips_do_not_cache_themselves``).
 """
 
 from __future__ import annotations
