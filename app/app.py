@@ -27,6 +27,7 @@ from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import exit_on_signals, set_up
+from app.gc_policy import thaw_if_due
 from app.resume_view import draw_tail, mount_rest, show_backlog
 from app.session_switch import SessionSwitch
 from app.session_switch import StartupError as StartupError  # where openers raise it
@@ -240,6 +241,7 @@ class LoopdeckApp(App[int]):
             # The session rests: draw its last state now.
             self.timeline.show_pending()
             self._refresh_status()
+            self.call_after_refresh(thaw_if_due)  # the collector's long walk, once drawn
         elif event.type in STATUS_EVENTS and not self._status_due:
             # Like the timeline, the status line catches up once per burst of events.
             self._status_due = True

@@ -27,40 +27,106 @@ collection then comes every second middle one (80 young collections; it was 300)
 it walks only what was promoted since the last, a median 10 ms at 3,000 tool calls
 against 20 ms every fourth and 120–220 ms with the earlier setting. Young
 collections cost well under a millisecond, middle ones a few.
+
+Frozen garbage should be rare: a removed widget is freed by reference counting
+(app/textual_fixes.py cuts the cycles Textual leaves in it), and full collections
+are run from the event loop between callbacks (:meth:`FreezeSurvivors.collect_full`),
+not by the allocator in the middle of a frame, whose temporary cycles (Textual's
+layout closures hold a set of every mounted widget) would be frozen and keep those
+widgets from ever being freed without a thaw. After 200 tool calls, that took the
+frozen garbage from ~53,000 objects to ~8,000 (benchmarks/README.md).
+
+The thaw's walk of the whole heap is still the longest pause (0.7–1.4 s at 10,000
+tool calls), so it waits for the session to rest: once the heap has doubled a thaw
+is only *due*, and the app runs it when the session goes idle (:func:`thaw_if_due`),
+when the user is reading rather than watching a stream. Only a session that never
+rests and lets the heap grow fourfold thaws mid-stream, to bound memory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
 from typing import Any
 
 MIDDLE_COLLECTION_EVERY = 40  # young collections between middle ones (CPython: 10)
 FULL_COLLECTION_EVERY = 2  # middle collections between full ones (CPython: 10)
+FULL_COLLECTION_BACKSTOP = 4 * FULL_COLLECTION_EVERY  # ...if the loop does not run one
+THAW_DUE_AT = 2  # heap growth since the last full walk at which a thaw is due (when idle)
+THAW_NOW_AT = 4  # ...and at which it is done mid-stream, not waiting for idle
 
 
 class FreezeSurvivors:
-    """A ``gc.callbacks`` hook: freeze the survivors of each full collection, and
-    thaw everything once the heap has doubled since the last full walk."""
+    """A ``gc.callbacks`` hook: freeze the survivors of each full collection; once the
+    heap has doubled since the last full walk a thaw is due (:meth:`thaw_if_due`), and
+    at fourfold everything is thawed at once."""
 
     def __init__(self) -> None:
         self.walked = sys.getallocatedblocks()  # the heap when all of it was last walked
         self.thawed = False  # the next full collection walks everything
+        self.thaw_due = False  # the heap doubled: walk it all when the session rests
         self.full_walks = 0
+        self.from_loop = False  # full collections run from the event loop, when it runs
+        self.middle_collections = 0
+        self.full_scheduled = False
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase != "stop" or info.get("generation") != 2:
+        if phase != "stop":
             return
+        if info.get("generation") == 1:
+            self.middle_collections += 1
+            if self.middle_collections >= FULL_COLLECTION_EVERY:
+                self._schedule_full()
+            return
+        if info.get("generation") != 2:
+            return
+        self.middle_collections = 0
+        self.full_scheduled = False
         if self.thawed:
             self.thawed = False
+            self.thaw_due = False
             self.full_walks += 1
             gc.freeze()
             self.walked = sys.getallocatedblocks()
-        elif sys.getallocatedblocks() > 2 * max(self.walked, 1):
+            return
+        heap, walked = sys.getallocatedblocks(), max(self.walked, 1)
+        if heap > THAW_NOW_AT * walked:
             gc.unfreeze()
             self.thawed = True
         else:
+            self.thaw_due = self.thaw_due or heap > THAW_DUE_AT * walked
             gc.freeze()
+
+    def _schedule_full(self) -> None:
+        if not self.from_loop or self.full_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()  # none in another thread: wait for the next
+        except RuntimeError:
+            return
+        self.full_scheduled = True
+        loop.call_soon(self.collect_full)
+
+    def collect_full(self) -> None:
+        """A full collection from the event loop, between callbacks: what is alive
+        then is what the session keeps. Left to the allocator, a full collection
+        comes in the middle of a frame, and freezes that frame's temporary cycles
+        (Textual's layout closures hold a set of every mounted widget) — garbage a
+        moment later, which then keeps every widget it holds out of reach of
+        reference counting until a thaw."""
+        if self.full_scheduled:
+            gc.collect()
+
+    def thaw_if_due(self) -> bool:
+        """If the heap has doubled since the last full walk, walk all of it now (one
+        long pause: call it when nobody is watching). Whether it did."""
+        if not self.thaw_due or self not in gc.callbacks:
+            return False
+        gc.unfreeze()
+        self.thawed = True
+        gc.collect()  # the hook above freezes the survivors again
+        return True
 
     def install(self) -> None:
         if self not in gc.callbacks:
@@ -72,6 +138,7 @@ class FreezeSurvivors:
 
 
 _applied = False
+_hook: FreezeSurvivors | None = None  # the app's, once tune_for_interactive ran
 _paused = False  # collection is off while the app starts (see pause_until_up)
 
 
@@ -104,6 +171,16 @@ def tune_for_interactive() -> None:
     _applied = True
     gc.freeze()
     resume_collection()
+    global _hook
+    _hook = FreezeSurvivors()
+    _hook.from_loop = True
     young, _, _ = gc.get_threshold()
-    gc.set_threshold(young, MIDDLE_COLLECTION_EVERY, FULL_COLLECTION_EVERY)
-    FreezeSurvivors().install()
+    # Full collections run from the event loop (FreezeSurvivors.collect_full); the
+    # allocator's own come only if the loop does not get to it (not running, busy).
+    gc.set_threshold(young, MIDDLE_COLLECTION_EVERY, FULL_COLLECTION_BACKSTOP)
+    _hook.install()
+
+
+def thaw_if_due() -> bool:
+    """The app's session rests: run a due thaw now rather than mid-stream."""
+    return _hook is not None and _hook.thaw_if_due()

@@ -68,6 +68,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,7 @@ def lag_stats(lags_s: list[float]) -> dict[str, float | int | None]:
         "max_ms": max(ms) if ms else None,
         "over_50ms": sum(1 for x in ms if x > 50),
         "over_100ms": sum(1 for x in ms if x > 100),
+        "over_200ms": sum(1 for x in ms if x > 200),
     }
 
 
@@ -148,6 +150,7 @@ class GcPauses:
 
     def __init__(self) -> None:
         self.pauses_ms: list[float] = []
+        self.collected: list[int] = []  # what each one freed
         self._started: float | None = None
 
     def _callback(self, phase: str, info: dict[str, int]) -> None:
@@ -157,6 +160,7 @@ class GcPauses:
             self._started = time.perf_counter()
         elif self._started is not None:
             self.pauses_ms.append((time.perf_counter() - self._started) * 1000)
+            self.collected.append(info.get("collected", 0))
             self._started = None
 
     def __enter__(self) -> GcPauses:
@@ -166,7 +170,7 @@ class GcPauses:
     def __exit__(self, *exc: object) -> None:
         gc.callbacks.remove(self._callback)
 
-    def summary(self) -> dict[str, float | int | None]:
+    def summary(self) -> dict[str, Any]:
         ms = self.pauses_ms
         return {
             "count": len(ms),
@@ -175,6 +179,12 @@ class GcPauses:
             "last_ms": ms[-1] if ms else None,
             "max_ms": max(ms) if ms else None,
             "total_ms": sum(ms),
+            "over_200ms": sum(1 for x in ms if x > 200),
+            "collected_total": sum(self.collected),
+            # The long ones (a walk of the whole heap): pause and objects freed.
+            "long_ones": [
+                [round(x), c] for x, c in zip(ms, self.collected, strict=True) if x > 200
+            ],
         }
 
 
@@ -740,7 +750,15 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         height_end = timeline.virtual_size.height
         items = len(transcript.items)
         rss_end = rss_kib()
+        # The app's policy froze most of the heap, out of gc.get_objects()' sight: thaw
+        # it, and count what only a walk of all of it frees (cyclic garbage).
+        gc.unfreeze()
+        gc.set_debug(gc.DEBUG_SAVEALL)
         gc.collect()
+        gc.set_debug(0)
+        garbage_end = len(gc.garbage)
+        garbage_kinds = Counter(type(o).__name__ for o in gc.garbage).most_common(12)
+        gc.garbage.clear()
         objects = gc.get_objects()
         objects_end = len(objects)
         # Widgets still alive, mounted or not: more than are mounted would be a leak.
@@ -777,6 +795,8 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         ),
         "gc_objects_start": objects_start,
         "gc_objects_end": objects_end,
+        "cyclic_garbage_end": garbage_end,
+        "cyclic_garbage_kinds": dict(garbage_kinds),
         "gc_full": full_collections.summary(),
         "cpu_ms_per_turn_first_tenth": _cpu_per_turn(samples, 0, max(1, len(samples) // 10)),
         "cpu_ms_per_turn_last_tenth": _cpu_per_turn(

@@ -3,6 +3,7 @@ and thawed once the frozen heap doubles, so frozen garbage is freed in the end."
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
 import weakref
@@ -46,7 +47,8 @@ def test_survivors_of_a_full_collection_are_frozen(policy: FreezeSurvivors) -> N
     assert not policy.thawed
 
 
-def test_frozen_garbage_is_freed_once_the_frozen_heap_doubles(policy: FreezeSurvivors) -> None:
+def frozen_garbage(policy: FreezeSurvivors) -> weakref.ref[FakeNode]:
+    """A cycle frozen while alive, then dropped: only a walk of everything frees it."""
     gc.collect()  # freezes what the test process holds
     policy.walked = sys.getallocatedblocks()  # ...as if the collector had just walked it all
     doomed = FakeNode()
@@ -55,15 +57,59 @@ def test_frozen_garbage_is_freed_once_the_frozen_heap_doubles(policy: FreezeSurv
     del doomed
     gc.collect()
     assert gone() is not None  # frozen: in a cycle, out of the collector's sight
-    # As if the heap had tripled since the collector last walked all of it.
-    policy.walked = sys.getallocatedblocks() // 3
+    return gone
+
+
+def test_once_the_heap_doubles_a_thaw_waits_for_the_session_to_rest(
+    policy: FreezeSurvivors,
+) -> None:
+    """The thaw's walk of the whole heap is the longest pause of a long session: not
+    in the middle of a stream, when the heap has merely doubled."""
+    gone = frozen_garbage(policy)
+    policy.walked = sys.getallocatedblocks() // 3  # the heap tripled since the last walk
+    gc.collect()
+    assert not policy.thawed and policy.thaw_due
+    assert gc.get_freeze_count() > 0  # still frozen: the walk has not happened
+    assert gone() is not None
+    assert policy.thaw_if_due()  # the session rests
+    assert gone() is None
+    assert not policy.thaw_due and not policy.thawed and policy.full_walks == 1
+    assert policy.walked > 0  # the new baseline: what that walk left
+    assert not policy.thaw_if_due()  # nothing due any more
+
+
+def test_a_heap_grown_fourfold_is_thawed_at_once(policy: FreezeSurvivors) -> None:
+    """A session that never rests still gets its frozen garbage freed, later."""
+    gone = frozen_garbage(policy)
+    policy.walked = sys.getallocatedblocks() // (gc_policy.THAW_NOW_AT + 1)
     gc.collect()
     assert policy.thawed
     assert gc.get_freeze_count() == 0
     gc.collect()  # this one walks everything, then freezes the survivors again
     assert gone() is None
     assert not policy.thawed and policy.full_walks == 1
-    assert policy.walked > 0  # the new baseline: what that walk left
+
+
+async def test_full_collections_run_from_the_event_loop(policy: FreezeSurvivors) -> None:
+    """Run by the allocator, a full collection comes in the middle of a frame and freezes
+    its temporary cycles (which hold every mounted widget); from the loop, between
+    callbacks, they are garbage already."""
+    full: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            full.append(1)
+
+    policy.from_loop = True
+    gc.callbacks.append(count)
+    try:
+        for _ in range(gc_policy.FULL_COLLECTION_EVERY):
+            gc.collect(1)
+        assert policy.full_scheduled and not full  # scheduled, not run inside a collection
+        await asyncio.sleep(0)
+        assert full == [1] and not policy.full_scheduled
+    finally:
+        gc.callbacks.remove(count)
 
 
 def test_a_full_collection_does_not_count_the_frozen_heap(
@@ -80,7 +126,7 @@ def test_a_full_collection_does_not_count_the_frozen_heap(
     gc.collect()
     del doomed
     gc.collect()
-    policy.walked = sys.getallocatedblocks() // 3  # and when it thaws, too
+    policy.walked = sys.getallocatedblocks() // (gc_policy.THAW_NOW_AT + 1)  # and when it thaws
     gc.collect()
     gc.collect()
     assert policy.full_walks == 1
@@ -90,6 +136,7 @@ def test_interactive_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Middle collections are rarer than CPython's (a running turn's widgets die
     there rather than in a full collection), and full ones come every few of them."""
     monkeypatch.setattr(gc_policy, "_applied", False)
+    monkeypatch.setattr(gc_policy, "_hook", None)
     monkeypatch.setattr(gc_policy.FreezeSurvivors, "install", lambda self: None)
     monkeypatch.setattr(gc, "freeze", lambda: None)
     before = gc.get_threshold()
@@ -98,5 +145,6 @@ def test_interactive_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
         _, middle, full = gc.get_threshold()
     finally:
         gc.set_threshold(*before)
-    assert (middle, full) == (gc_policy.MIDDLE_COLLECTION_EVERY, gc_policy.FULL_COLLECTION_EVERY)
+    # Full collections are run from the loop; the allocator's threshold is a backstop.
+    assert (middle, full) == (gc_policy.MIDDLE_COLLECTION_EVERY, gc_policy.FULL_COLLECTION_BACKSTOP)
     assert middle > 10

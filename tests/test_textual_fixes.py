@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
+from rich.segment import Segment
 from textual._styles_cache import StylesCache
 from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.containers import VerticalScroll
+from textual.strip import Strip
 from textual.style import Style
+from textual.widget import Widget
 from textual.widgets import Static
 
 from agent.blocks import TurnBlock
 from app import textual_fixes
+from tests.test_transcript import Stream, ToolSpec
+from widgets.timeline import Timeline
 from widgets.turn_digest import TurnDigest
 
 
@@ -67,3 +73,70 @@ async def test_a_removed_digest_drops_its_lines() -> None:
         await digest.remove()
         await pilot.pause()
         assert digest._lines is None
+
+
+class FakeTimelineApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Timeline(deferred=True, id="timeline")
+
+
+def add_turn(stream: Stream, timeline: Timeline, i: int) -> None:
+    start = len(stream.events)
+    stream.turn(
+        f"t{i}",
+        f"Reply **{i}**, with a list:\n\n- one\n- two",
+        (ToolSpec(f"call-{i}", "grep", {"pattern": "x"}, lines=("a", "b")),),
+    )
+    for event in stream.events[start:]:
+        timeline.apply(event)
+
+
+async def test_removed_widgets_are_freed_without_a_full_collection() -> None:
+    """Widgets frozen by the collector policy while mounted (app/gc_policy.py) must
+    die by reference counting once removed: a live turn (header, Markdown and its
+    blocks, a tool card) replaced by a digest, and digests unmounted past the
+    timeline's bound. Else each waits for a walk of the whole heap."""
+    textual_fixes.install()
+    stream = Stream()
+    stream.start()
+    stream.user("hi")
+    app = FakeTimelineApp()
+    async with app.run_test() as pilot:
+        timeline = app.query_one(Timeline)
+        timeline.max_mounted = 4
+        for i in range(3):
+            add_turn(stream, timeline, i)
+            await pilot.pause()
+        mounted = [weakref.ref(w) for w in app.query("*")]
+        kinds = {type(ref()).__name__ for ref in mounted}
+        assert {"TurnView", "TurnDigest", "ToolCard", "Markdown", "TurnHeader"} <= kinds
+        gc.collect()
+        gc.freeze()  # as a full collection does with its survivors
+        try:
+            for i in range(3, 9):  # every widget above is replaced or unmounted
+                add_turn(stream, timeline, i)
+                await pilot.pause()
+            await pilot.pause()
+            still = {id(w) for w in app.query("*")}
+            gc.collect(1)  # young and middle generations: the frozen heap is not walked
+            leaked = [
+                type(w).__name__
+                for ref in mounted
+                if (w := ref()) is not None and id(w) not in still and isinstance(w, Widget)
+            ]
+            assert not leaked
+        finally:
+            gc.unfreeze()
+
+
+def test_a_full_width_line_is_not_a_reference_cycle() -> None:
+    textual_fixes.install()
+    gc.disable()
+    try:
+        line = Strip([Segment("0123456789")], 10)
+        assert line.divide([10])[0] is line
+        assert line.crop_extend(0, 10, None) is line
+        # Only this function holds it: freed by reference counting, not by the collector.
+        assert sys.getrefcount(line) == 2
+    finally:
+        gc.enable()
