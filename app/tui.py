@@ -33,21 +33,17 @@ def run_tui(args: argparse.Namespace, cwd: Path) -> int:
 
 
 def _run_tui(args: argparse.Namespace, cwd: Path) -> int:
-    demo = (args.model or "") == "scripted:demo"
-    if demo and not args.resume and not args.continue_ and not args.mode and not args.autopilot:
-        # The demo's story: a plan to approve, then (in autopilot) a nudge and task_complete.
-        args.mode = "plan"
-
+    prompt = " ".join(args.prompt_words) or None
+    prefill = demo_story(args, prompt)
     opener, resumer = make_openers(args, cwd)
     tail = start_tail(args, cwd)
     from app.app import LoopdeckApp  # after: the tail is read while the app loads
 
-    prompt = " ".join(args.prompt_words) or None
     store = SessionStore(loopdeck_home())
     app = LoopdeckApp(
         opener,
         initial_prompt=prompt,
-        prefill=DEMO_PROMPT if demo and prompt is None else None,
+        prefill=prefill,
         nudge_cap=args.max_autopilot_continues,  # None: the session's own, once open
         resumer=resumer,
         store=store,
@@ -69,6 +65,18 @@ def _switch_model(args: argparse.Namespace, name: str) -> ModelClient:
 
     settings = None if name.startswith(SCRIPTED_PREFIX) else provider_settings(args)
     return make_model(name, args.api_base, settings)
+
+
+def demo_story(args: argparse.Namespace, prompt: str | None) -> str | None:
+    """A new ``scripted:demo`` session tells the demo's story: it starts in plan mode
+    (a plan to approve, then in autopilot a nudge and task_complete) with its question
+    in the prompt, ready to send. Returns that question, or None. A resumed demo goes
+    on where it was."""
+    if (args.model or "") != "scripted:demo" or args.resume is not None or args.continue_:
+        return None
+    if not args.mode and not args.autopilot:
+        args.mode = "plan"
+    return DEMO_PROMPT if prompt is None else None
 
 
 def make_openers(
