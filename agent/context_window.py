@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,9 +82,8 @@ def limits_for(
     """The limits of ``model``: the given ``window`` if any, else litellm's map."""
     if window is not None and window > 0:
         return ContextLimits(window, max_output, source)
-    info = _model_info(model)
-    found = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
-    output = max_output or _positive(info.get("max_output_tokens"))
+    found, output = _window_and_output(_model_info(model))
+    output = max_output or output
     if found is None:
         return ContextLimits(ASSUMED_WINDOW, output, "assumed")
     return ContextLimits(found, output, "model map")
@@ -99,9 +98,14 @@ def reply_cap_from_map(model: str) -> int | None:
     info = table.get(model) or table.get(model.split("/", 1)[-1])
     if not isinstance(info, dict):
         return None
-    window = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
-    output = _positive(info.get("max_output_tokens"))
+    window, output = _window_and_output(info)
     return ContextLimits(window, output).reply_cap if window else None
+
+
+def _window_and_output(info: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The prompt's limit and the reply's, as litellm's map gives them."""
+    window = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
+    return window, _positive(info.get("max_output_tokens"))
 
 
 def _model_info(model: str) -> dict[str, Any]:
