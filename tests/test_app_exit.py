@@ -7,19 +7,16 @@ unfinished in the log, events unwritten, or the session's lock held.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import select
 import signal
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from agent.session_lock import in_use_by
 from agent.store import SessionStore, read_events
+from tests.pty_app import AppInPty
 from tests.test_cli import write_script
 from tests.test_cli_edges import TIMEOUT
 from tests.test_permission_level import Harness, opened, send, wait_for
@@ -60,17 +57,13 @@ def test_the_terminal_closing_ends_the_turn_and_releases_the_session(
 ) -> None:
     """SIGHUP (the terminal window closed) or SIGTERM while a prompt waits: the real app
     exits as on Ctrl+Q, so the log says how the turn ended and nobody holds the session."""
-    pty = pytest.importorskip("pty")
+    pytest.importorskip("pty")
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "greet.py").write_text(GREET, encoding="utf-8")
     script = write_script(tmp_path / "s.json", [{"text": "Editing.", "tool_calls": [EDIT]}])
-    argv = [sys.executable, "-m", "app.cli", "fix the greeting", "--model", f"scripted:{script}"]
+    argv = ["-m", "app.cli", "fix the greeting", "--model", f"scripted:{script}"]
     env = {**os.environ, "LOOPDECK_HOME": str(loopdeck_home), "COLUMNS": "100", "LINES": "30"}
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: exec at once, nothing of pytest runs here
-        os.chdir(workspace)
-        os.execve(sys.executable, argv, env)
 
     def logs() -> list[Path]:
         return list((loopdeck_home / "session-state").glob("*/events.jsonl"))
@@ -78,27 +71,11 @@ def test_the_terminal_closing_ends_the_turn_and_releases_the_session(
     def asking() -> bool:
         return any("permission.requested" in log.read_text(encoding="utf-8") for log in logs())
 
-    status: int | None = None
-    try:
-        deadline = time.monotonic() + TIMEOUT
-        while not asking() and time.monotonic() < deadline:
-            if select.select([fd], [], [], 0.1)[0]:
-                os.read(fd, 65536)  # keep the terminal drained so the app never blocks
+    with AppInPty(argv, env, workspace) as app:
+        app.read_until(lambda _: asking(), TIMEOUT)
         assert asking(), "the app never asked about the edit"
-        os.kill(pid, signum)
-        deadline = time.monotonic() + TIMEOUT
-        while status is None and time.monotonic() < deadline:
-            if select.select([fd], [], [], 0.1)[0]:
-                with contextlib.suppress(OSError):
-                    os.read(fd, 65536)
-            reaped, code = os.waitpid(pid, os.WNOHANG)
-            status = code if reaped else None
-    finally:
-        if status is None:
-            with contextlib.suppress(ProcessLookupError, ChildProcessError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-        os.close(fd)
+        os.kill(app.pid, signum)
+        status = app.wait_exit(TIMEOUT)
     assert status is not None, "the app did not exit"
     [log] = logs()
     kinds = [json.loads(line)["type"] for line in log.read_text(encoding="utf-8").splitlines()]

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from typing import Any
 import pytest
 
 from app.cli import build_parser
+from tests.pty_app import AppInPty
 from tests.test_cli import GREP_X, log_of, meta_of, resumed_id, run, session_dirs, write_script
 
 FIXTURE_LOG = Path(__file__).resolve().parent / "fixtures" / "loopdeck-session" / "events.jsonl"
@@ -527,45 +525,17 @@ def test_the_real_app_in_a_terminal_prints_the_hint_after_restoring_it(
 ) -> None:
     """In a pseudo-terminal the app opens (the terminal check passes), answers, and on
     Ctrl+C twice leaves the alternate screen before it prints how to resume."""
-    pty = pytest.importorskip("pty")
-    import select
-
+    pytest.importorskip("pty")
     script = write_script(tmp_path / "s.json", [{"text": "Hello from the script."}])
-    argv = [sys.executable, "-m", "app.cli", "say hello", "--model", f"scripted:{script}"]
+    argv = ["-m", "app.cli", "say hello", "--model", f"scripted:{script}"]
     env = {**os.environ, "LOOPDECK_HOME": str(loopdeck_home), "COLUMNS": "100", "LINES": "30"}
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: exec at once, nothing of pytest runs here
-        os.chdir(workspace)
-        os.execve(sys.executable, argv, env)
-    seen = b""
-
-    def read_until(done: Callable[[bytes], bool], timeout: float) -> None:
-        nonlocal seen
-        deadline = time.monotonic() + timeout
-        while not done(seen) and time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:  # the child closed the terminal
-                    return
-                if not chunk:
-                    return
-                seen += chunk
-
-    status: int | None = None
-    try:
-        read_until(lambda out: b"Hello from the script." in out, TIMEOUT)
-        assert b"Hello from the script." in seen, seen[-500:]
-        os.write(fd, b"\x03\x03")  # Ctrl+C twice: quit
-        read_until(lambda out: b"Resume this session with" in out and out.endswith(b"\n"), 30)
-        _, status = os.waitpid(pid, 0)
-    finally:
-        if status is None:  # not reaped: something above failed
-            with contextlib.suppress(ProcessLookupError, ChildProcessError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-        os.close(fd)
+    with AppInPty(argv, env, workspace) as app:
+        app.read_until(lambda out: b"Hello from the script." in out, TIMEOUT)
+        assert b"Hello from the script." in app.seen, app.seen[-500:]
+        os.write(app.fd, b"\x03\x03")  # Ctrl+C twice: quit
+        app.read_until(lambda out: b"Resume this session with" in out and out.endswith(b"\n"), 30)
+        status = app.wait_exit(TIMEOUT)
+    seen = app.seen
     assert status is not None and os.waitstatus_to_exitcode(status) == 0
     sid = resumed_id(seen.decode("utf-8", "replace"), loopdeck_home)
     left_screen = seen.rindex(b"\x1b[?1049l")  # the alternate screen is left first
