@@ -49,7 +49,13 @@ from agent.events import (
     SessionWarningData,
 )
 from agent.history import SUMMARY_PREFIX, History
-from agent.models.base import COMPACTION_CALL, ModelClient, ModelReply, ProviderError
+from agent.models.base import (
+    COMPACTION_CALL,
+    ModelClient,
+    ModelReply,
+    ProviderError,
+    ReplyCapped,
+)
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +172,17 @@ class ContextKeeper:
 
     # --- around each model call ---------------------------------------------------
 
+    def _cap_reply(self) -> None:
+        """Tell the model how much of the window its reply may take (a window or an
+        output limit the user gave): the prompt is sized to leave exactly that."""
+        model = self.host.model
+        if isinstance(model, ReplyCapped):
+            model.cap_reply(self.limits.sent_max_tokens)
+
     async def before_call(self) -> None:
         """Called right before a model call: report the size, compact or wait."""
         self._sent = None
+        self._cap_reply()
         usage = self.measure()
         self._report_cuts(usage)
         self._report(usage)
@@ -232,6 +246,7 @@ class ContextKeeper:
         if upto == 0:
             return False
         usage = usage or self.measure()
+        self._cap_reply()  # the summary's reply too (a /compact before any call)
         attempt = str(uuid.uuid4())
         self.host.emit(
             SessionCompactionStartData(

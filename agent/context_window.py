@@ -32,6 +32,12 @@ MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its content (role, fr
 # Of the window kept for the reply at most (a model whose output limit is its whole
 # window, as local ones often say, must still take a prompt).
 MAX_REPLY_SHARE = 1 / 3
+# The reply's room in a window the user gave (a local or unknown model) when no output
+# limit is given with it: a server's own default may be "until the context is full", so
+# the prompt must leave room, and the reply is asked to stay within it (``max_tokens``).
+# Enough for a long edit; at most a quarter of a small window.
+DEFAULT_REPLY_TOKENS = 4_096
+DEFAULT_REPLY_SHARE = 1 / 4
 
 # Until the provider has reported a request's size, a count by a tokenizer that is not
 # the model's own (litellm falls back to tiktoken's) is taken this much larger: the
@@ -50,6 +56,9 @@ class ContextLimits:
     window: int  # tokens the model reads at most: prompt + tools + history
     max_output: int | None = None  # tokens it writes at most, if known
     source: str = "model map"  # "model map", "config", "script" or "assumed"
+    # The user gave the window or the output limit: the room kept for the reply is also
+    # sent as ``max_tokens`` (see :attr:`sent_max_tokens`).
+    enforce_reply_room: bool = False
 
     @property
     def prompt_budget(self) -> int:
@@ -62,10 +71,23 @@ class ContextLimits:
     @property
     def reply_room(self) -> int:
         """Tokens kept in the window for the reply: its output limit, up to
-        :data:`MAX_REPLY_SHARE` of the window (none when the limit is unknown)."""
-        if not self.max_output:
-            return 0
-        return min(self.max_output, int(self.window * MAX_REPLY_SHARE))
+        :data:`MAX_REPLY_SHARE` of the window; for a window the user gave without one,
+        :data:`DEFAULT_REPLY_TOKENS` (at most :data:`DEFAULT_REPLY_SHARE` of it); none
+        for another window whose output limit is unknown."""
+        if self.max_output:
+            return min(self.max_output, int(self.window * MAX_REPLY_SHARE))
+        if self.source == "config":
+            return min(DEFAULT_REPLY_TOKENS, int(self.window * DEFAULT_REPLY_SHARE))
+        return 0
+
+    @property
+    def sent_max_tokens(self) -> int | None:
+        """``max_tokens`` every request must carry, whatever else asks for more: the
+        room kept for the reply, when the user gave the window or the output limit
+        (None: the model client's own choice, :attr:`reply_cap` from litellm's map)."""
+        if self.enforce_reply_room and self.reply_room > 0:
+            return self.reply_room
+        return None
 
     @property
     def reply_cap(self) -> int | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import os
 import platform
@@ -700,20 +701,23 @@ class Session:
     ) -> None:
         """Override the model's context window and output limit (config, flag, SDK)
         and the compaction thresholds (the SDK's ``infinite_sessions``)."""
-        if window is not None:
-            self._window_override = window
+        if window is not None or max_output is not None:
+            if window is not None:
+                self._window_override = window
             self._max_output_override = max_output
             self.context.meter = self._new_meter()
         if settings is not None:
             self.context.settings = settings
 
     def _context_limits(self) -> ContextLimits:
+        output = self._max_output_override
         if self._window_override is not None:
-            return ContextLimits(self._window_override, self._max_output_override, "config")
+            return ContextLimits(self._window_override, output, "config", enforce_reply_room=True)
         scripted = getattr(self.model, "context_window", None)
         if isinstance(scripted, int) and scripted > 0:
-            return ContextLimits(scripted, None, "script")
-        return limits_for(self.model.name)
+            return ContextLimits(scripted, output, "script", enforce_reply_room=bool(output))
+        found = limits_for(self.model.name, max_output=output)
+        return dataclasses.replace(found, enforce_reply_room=True) if output else found
 
     def _new_meter(self) -> TokenMeter:
         return TokenMeter(self._context_limits, self._token_counter, self._first_ratio)

@@ -172,6 +172,14 @@ def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
         help="the model's context window, for a model litellm does not know (config "
         "context_window; default: litellm's model map, else 128000)",
     )
+    group.add_argument(
+        "--max-output-tokens",
+        type=_reply_tokens,
+        metavar="TOKENS",
+        help="room kept in the context window for each reply, and asked of the model "
+        "(config max_output_tokens; default: the model's output limit from litellm's "
+        "map, else 4096 of a window given with --context-window)",
+    )
 
 
 def _api_base(text: str) -> str:
@@ -181,6 +189,16 @@ def _api_base(text: str) -> str:
         return check_api_base(text)
     except ApiBaseError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _reply_tokens(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} tokens leaves no room for a reply")
+    return value
 
 
 def _tokens(text: str) -> int:

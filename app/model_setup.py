@@ -145,7 +145,7 @@ async def open_session(
         model = make_model(spec, args.api_base or config_api_base, settings)
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
-    context_window, compaction = context_settings(args)
+    context_window, max_output, compaction = context_settings(args)
     discard_unused = False
     if target is not None and target.fork_from is not None:
         resume_id = _fork(store, target.fork_from, model.name, cwd if args.cwd else None, cwd)
@@ -163,7 +163,7 @@ async def open_session(
                 env_filter=env_filter,
                 extra_dirs=extra_dirs,
             )
-        session.configure_context(window=context_window, settings=compaction)
+        session.configure_context(window=context_window, settings=compaction, max_output=max_output)
         session.discard_unused = discard_unused
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode(start_mode(args))
@@ -181,18 +181,23 @@ async def open_session(
             sandbox=sandbox,
             env_filter=env_filter,
         )
-    created.configure_context(window=context_window, settings=compaction)
+    created.configure_context(window=context_window, settings=compaction, max_output=max_output)
     return created
 
 
-def context_settings(args: argparse.Namespace) -> tuple[int | None, CompactionSettings | None]:
-    """The context window (flag over config.toml) and the compaction settings."""
+def context_settings(
+    args: argparse.Namespace,
+) -> tuple[int | None, int | None, CompactionSettings | None]:
+    """The context window and the reply's room (flags over config.toml) and the
+    compaction settings."""
     try:
         config = read_config(user_config_dir(os.environ))
         compaction = settings_from(config.infinite_sessions) if config.infinite_sessions else None
     except (ConfigError, ValueError) as exc:
         raise SetupError(str(exc)) from exc
-    return getattr(args, "context_window", None) or config.context_window, compaction
+    window = getattr(args, "context_window", None) or config.context_window
+    output = getattr(args, "max_output_tokens", None) or config.max_output_tokens
+    return window, output, compaction
 
 
 def _fork(store: SessionStore, source: Path, model: str, chosen: Path | None, here: Path) -> str:

@@ -100,7 +100,8 @@ async def new_session(server: LlamaServer, tmp: Path, window: int) -> Session:
     ws.mkdir()
     model = LiteLLMModel(MODEL, api_base=server.api_base, idle_timeout=GIVE_UP)
     session = await Session.create(model=model, cwd=ws, store=SessionStore(tmp / "home"))
-    session.configure_context(window=window)
+    # The reply's room is the server's n_predict: each request asks for that much.
+    session.configure_context(window=window, max_output=N_PREDICT)
     return session
 
 
@@ -112,7 +113,7 @@ def sized_prompt(session: Session, share: float) -> str:
     meter = context.meter
     now = meter.last_counted
     assert now is not None
-    room = share * WINDOW / meter.ratio - now - MESSAGE_OVERHEAD - 8
+    room = share * context.limits.prompt_budget / meter.ratio - now - MESSAGE_OVERHEAD - 8
     per_line = meter.count_text(LINE.format(10, 10) + " ")
     lines = [LINE.format(i, i) for i in range(max(1, int(room / per_line)))]
     return "Repeat this text back: " + " ".join(lines)
@@ -176,8 +177,8 @@ def test_a_long_session_compacts_within_the_window(recorded: Recorded) -> None:
     done = [e.data for e in events if isinstance(e.data, SessionCompactionCompleteData)]
     assert len(starts) == len(done) == 1, (starts, done)
     start, complete = starts[0], done[0]
-    assert start.trigger == "threshold" and start.token_limit == WINDOW
-    assert start.current_tokens >= 0.80 * WINDOW
+    assert start.trigger == "threshold" and start.token_limit == WINDOW - N_PREDICT
+    assert start.current_tokens >= 0.80 * (WINDOW - N_PREDICT)
     assert complete.success, complete.error
     assert complete.compaction_attempt_id == start.compaction_attempt_id
     assert complete.summary_content and complete.summary_content.strip()
@@ -208,7 +209,7 @@ def test_the_count_follows_the_servers(recorded: Recorded) -> None:
     errors = [abs(ours - theirs) / theirs for ours, theirs in numbers if theirs]
     assert len(errors) == TURNS, numbers
     print("counted vs the server's prompt_tokens:", numbers, [f"{e:.1%}" for e in errors])
-    assert all(counted.token_limit == WINDOW for counted, _ in pairs)
+    assert all(counted.token_limit == WINDOW - N_PREDICT for counted, _ in pairs)
     # The first call is counted with litellm's fallback tokenizer and the margin kept
     # until the server has counted a request (UNCALIBRATED_MARGIN, 1.2): over, never
     # under, SmolLM2's count (~9 % over tiktoken's here). From then on the count is
@@ -238,7 +239,7 @@ async def test_the_first_request_fits_before_the_server_has_counted_one(
         count = session.context.meter.count_text
         code = Path(__file__).resolve().parent.parent.joinpath("agent", "history.py").read_text()
         # Counted by litellm at 93 % of the window with the system prompt and tools.
-        room = int(0.93 * SMALL_WINDOW) - fixed - MESSAGE_OVERHEAD - 8
+        room = int(0.93 * (SMALL_WINDOW - N_PREDICT)) - fixed - MESSAGE_OVERHEAD - 8
         prompt = code[: len(code) * room // count(code)]
         prompt = "Explain this code:\n" + prompt[: len(prompt) * room // count(prompt)]
         outcome = await session.send_and_wait(prompt, timeout=GIVE_UP)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # The provider error types the loop knows. Retryable ones get backoff: only
 # failures a second try can fix (busy, broken or unreachable for a moment).
@@ -124,4 +124,14 @@ class ModelClient(Protocol):
     ) -> AsyncIterator[StreamItem]:
         """Stream one reply. ``call_index`` is the n-th model call of the session, or
         :data:`COMPACTION_CALL` for a summary of the history."""
+        ...
+
+
+@runtime_checkable
+class ReplyCapped(Protocol):
+    """A model whose replies the session can bound: the window it was told leaves only
+    so much room for the reply (see :attr:`agent.context_window.ContextLimits.sent_max_tokens`)."""
+
+    def cap_reply(self, tokens: int | None) -> None:
+        """Ask every later reply for at most ``tokens`` (None: the model's own choice)."""
         ...

@@ -76,6 +76,8 @@ class LiteLLMModel:
         self._retry_policy = retry_policy or RetryPolicy()
         self._cap: int | None = None  # max_tokens to send, once looked up
         self._cap_known = False
+        # The session's bound on the reply (a window the user gave): wins over all else.
+        self._session_cap: int | None = None
 
     @property
     def name(self) -> str:
@@ -88,6 +90,11 @@ class LiteLLMModel:
     @property
     def api_base(self) -> str | None:
         return self._api_base
+
+    def cap_reply(self, tokens: int | None) -> None:
+        """Ask each reply for at most ``tokens``, even over ``max_tokens`` in ``extra``:
+        the session kept only that much of the window for it."""
+        self._session_cap = tokens if tokens is not None and tokens > 0 else None
 
     @property
     def connect_timeout(self) -> float:
@@ -167,7 +174,15 @@ class LiteLLMModel:
         # for providers whose client takes no httpx.Timeout.
         timeout = httpx.Timeout(self._idle_timeout, connect=self._connect_timeout)
         kwargs.setdefault("timeout", timeout)
-        cap = self._reply_cap()
+        bound = self._session_cap
+        if bound is not None:
+            # The prompt was sized to leave exactly this much: more would pass the window.
+            key = "max_completion_tokens" if "max_completion_tokens" in kwargs else "max_tokens"
+            asked = kwargs.get(key)
+            kwargs[key] = min(asked, bound) if isinstance(asked, int) and asked > 0 else bound
+            cap = None
+        else:
+            cap = self._reply_cap()
         if cap is not None and "max_completion_tokens" not in kwargs:
             # litellm asks some providers for the model's whole output limit; a prompt
             # filling its budget plus that would pass the window and be refused.

@@ -151,6 +151,9 @@ class ConfigValues:
     shell_env_exclude: tuple[str, ...] = ()
     # The model's context window in tokens, for a model litellm's map does not know.
     context_window: int | None = None
+    # Tokens kept for (and asked of) each reply; default: the model's output limit in
+    # litellm's map, else 4096 (at most a quarter) of a context_window given here.
+    max_output_tokens: int | None = None
     # [infinite_sessions]: compaction, as the Copilot SDK names its settings.
     infinite_sessions: dict[str, object] | None = None
 
@@ -194,6 +197,7 @@ def read_config_file(path: Path) -> ConfigValues:
         shell_env_include=_shell_env(data, "include", path),
         shell_env_exclude=_shell_env(data, "exclude", path),
         context_window=_optional_count(data, "context_window", path) or None,
+        max_output_tokens=_optional_count(data, "max_output_tokens", path) or None,
         infinite_sessions=_infinite_sessions(data, path),
     )
 
@@ -314,4 +318,5 @@ _EXAMPLES = {
     "max_retries": "3",
     "retry_base_delay": "1.0",
     "context_window": "32768",
+    "max_output_tokens": "4096",
 }
