@@ -36,6 +36,7 @@ from agent.context_window import (
     TokenMeter,
     Usage,
     message_text,
+    refused_prompt_tokens,
 )
 from agent.events import (
     CompactionTokensUsed,
@@ -82,6 +83,11 @@ TOOL_RESULT_CHARS = 2_000  # of each tool result shown to the summarizer
 SUMMARY_INPUT_SHARE = 0.6  # of the window the summarizer's input may take
 CHARS_PER_TOKEN = 4  # to turn token budgets into character budgets, roughly
 KEPT_SHARE = 0.25  # of the window the newest exchange may take and still be kept whole
+# After a summary failed, the next one in the background waits this many model calls,
+# or until the history grew by this share of the window (each try costs a request, and
+# a failing summarizer would otherwise be asked again at every call past the threshold).
+RETRY_AFTER_CALLS = 5
+RETRY_AFTER_GROWTH = 0.25
 CUT_TOOL_OUTPUT = "loopdeck:cut_tool_output"  # session.truncation's performedBy for a cut result
 
 
@@ -128,10 +134,14 @@ class ContextKeeper:
         self.meter = meter
         self.settings = settings or CompactionSettings()
         self._task: asyncio.Task[SessionCompactionCompleteData] | None = None
-        self._running: tuple[str, CompactionTrigger, Usage] | None = None  # its attempt
+        # The summary in flight: its attempt id, trigger, the usage it started at, focus.
+        self._running: tuple[str, CompactionTrigger, Usage, str | None] | None = None
         self._outcome: SessionCompactionCompleteData | None = None  # the last one
         self.last: Usage | None = None  # the last request measured
         self._sent: int | None = None  # the raw count of the request going out
+        self._calls = 0  # model calls measured so far
+        # After a failed summary: the meter, its ``added`` and the call count then.
+        self._failed_at: tuple[TokenMeter, int, int] | None = None
 
     @property
     def limits(self) -> ContextLimits:
@@ -140,6 +150,37 @@ class ContextKeeper:
     @property
     def compacting(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def running_focus(self) -> str | None:
+        """The focus the summary in flight was asked for, if any."""
+        return self._running[3] if self._running is not None and self.compacting else None
+
+    @property
+    def backing_off(self) -> bool:
+        """True while a failed summary holds back the next one in the background (see
+        :data:`RETRY_AFTER_CALLS`); a new meter (another model, window) ends it."""
+        failed = self._failed_at
+        if failed is None:
+            return False
+        meter, added, calls = failed
+        grown = (self.meter.added - added) * self.meter.ratio
+        if (
+            meter is not self.meter
+            or self._calls - calls >= RETRY_AFTER_CALLS
+            or grown >= RETRY_AFTER_GROWTH * self.limits.prompt_budget
+        ):
+            self._failed_at = None
+            return False
+        return True
+
+    async def _settle(self) -> None:
+        """Wait until no summary is being made (one that takes the place of another,
+        see :meth:`compact_now`, is waited for too). Not shield(): its CancelledError
+        cannot tell an abort of the caller (which must end the wait) from a cancelled
+        summary; wait() raises only for the former and leaves the summary running."""
+        while self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
 
     def measure(self) -> Usage:
         host = self.host
@@ -183,6 +224,7 @@ class ContextKeeper:
         """Called right before a model call: report the size, compact or wait."""
         self._sent = None
         self._cap_reply()
+        self._calls += 1
         usage = self.measure()
         self._report_cuts(usage)
         self._report(usage)
@@ -194,16 +236,17 @@ class ContextKeeper:
                 self._report(usage)
             self._sent = self.meter.last_counted
             return
-        if usage.fraction >= self.settings.background_threshold and not self.compacting:
+        if (
+            usage.fraction >= self.settings.background_threshold
+            and not self.compacting
+            and not self.backing_off
+        ):
             self.start("threshold", usage)
         if usage.fraction < self.settings.blocking_threshold:
             self._sent = self.meter.last_counted
             return
-        if self._task is not None:
-            # Not shield(): its CancelledError cannot tell an abort of this turn (which
-            # must end it) from a cancelled summary. wait() raises only for the former,
-            # and leaves the summary running either way.
-            await asyncio.wait({self._task})
+        # Holding back after a failed summary: none runs, and the oldest turns go.
+        await self._settle()
         usage = self.measure()
         if usage.fraction >= self.settings.blocking_threshold:
             self._drop_oldest(usage)
@@ -234,6 +277,30 @@ class ContextKeeper:
             # Against the count of what was sent (a /context in between counts again).
             self.meter.correct(reply.usage.input_tokens, self._sent)
 
+    async def shrink_after_refusal(self, detail: str) -> bool:
+        """The provider refused the last request as too long: the count was low.
+        Correct it upward (by the size the refusal names, if it does), then make the
+        history smaller: a summary (waited for), else the oldest messages dropped.
+        False when nothing could be taken out (the newest message alone is too long):
+        the same request would be refused again."""
+        refused = self._sent or self.meter.last_counted
+        if not refused:
+            return False
+        self.meter.refused(refused, self.limits.prompt_budget, refused_prompt_tokens(detail))
+        await self._settle()  # a summary in flight: what it frees counts first
+        usage = self.measure()
+        blocking = self.settings.blocking_threshold
+        summarise = self.settings.enabled and not self.backing_off
+        if usage.fraction >= blocking and summarise and self.start("context_limit_retry", usage):
+            await self._settle()
+            usage = self.measure()
+        if usage.fraction >= blocking:
+            self._drop_oldest(usage)
+            usage = self.measure()
+        self._report(usage)
+        shrunk = self.meter.last_counted
+        return shrunk is not None and shrunk < refused
+
     # --- compaction ---------------------------------------------------------------
 
     def start(
@@ -259,7 +326,7 @@ class ContextKeeper:
                 compaction_attempt_id=attempt,
             )
         )
-        self._running = (attempt, trigger, usage)
+        self._running = (attempt, trigger, usage, focus)
         # What it covers is fixed now: messages added meanwhile stay after the summary.
         covered = self.host.history.messages[:upto]
         self._task = asyncio.create_task(
@@ -293,19 +360,23 @@ class ContextKeeper:
     async def compact_now(self, focus: str | None = None) -> SessionCompactionCompleteData | None:
         """``/compact`` and the SDK's ``session.history.compact``: compact now and wait.
         Returns the outcome (``success``: a summary now stands in for the older
-        history), or None when there was nothing to compact."""
+        history), or None when there was nothing to compact.
+
+        A summary already in flight is waited for, unless ``focus`` asks for another
+        one than it makes: then it is stopped (recorded as superseded) and a summary
+        with the focus takes its place, over the same conversation and what came
+        since. (A second summary after the first would summarise a summary: what the
+        focus asks to keep may already be gone.)"""
+        if self.compacting and focus and focus != self.running_focus:
+            self.abandon(f"superseded by /compact focused on: {focus}")
         if not self.compacting:
             if self.cut_point() == 0:
                 return None
             self.start("manual", focus=focus)
-        task = self._task
-        assert task is not None
         # An abort of the caller ends the wait, not the summary.
-        await asyncio.wait({task})
-        if task.cancelled():  # abandoned before it began: see abandon()
-            assert self._outcome is not None
-            return self._outcome
-        return task.result()
+        await self._settle()
+        assert self._outcome is not None
+        return self._outcome
 
     async def _compact(
         self,
@@ -330,6 +401,7 @@ class ContextKeeper:
             message = (
                 exc.message if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
             )
+            self._failed_at = (self.meter, self.meter.added, self._calls)
             return self._complete_failed(attempt, trigger, message, usage)
         after_summary = round(
             (self.meter.count_text(SUMMARY_PREFIX + summary) + MESSAGE_OVERHEAD) * ratio
@@ -350,6 +422,7 @@ class ContextKeeper:
             compaction_tokens_used=used,
         )
         self._outcome, self._running = done, None
+        self._failed_at = None
         self.host.emit(done)
         self.meter.forget(history.messages)
         self.refresh()
@@ -417,15 +490,16 @@ class ContextKeeper:
             )
         )
 
-    def abandon(self) -> None:
+    def abandon(self, why: str = "cancelled") -> None:
         """Stop a summary in flight, reported as failed now: what it covers is gone
-        (``/clear``), and applied later it would bring that back."""
+        (``/clear``), and applied later it would bring that back; or another summary
+        takes its place (``why`` says which)."""
         task = self._task
         if task is None or task.done() or self._running is None:
             return
         task.cancel()
-        attempt, trigger, usage = self._running
-        self._complete_failed(attempt, trigger, "cancelled", usage)
+        attempt, trigger, usage, _ = self._running
+        self._complete_failed(attempt, trigger, why, usage)
 
     async def close(self) -> None:
         task = self._task

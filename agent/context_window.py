@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +49,29 @@ UNCALIBRATED_MARGIN = 1.2
 # Providers whose models litellm counts with their own tokenizer (tiktoken).
 _TIKTOKEN_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai"})
 
+# A refused request was counted this much over the prompt budget, at least, once the
+# refusal has corrected the count (it held more than the budget: the provider said so).
+REFUSED_MARGIN = 1.05
+
+# How providers say how many tokens a refused prompt held (OpenAI and vLLM, Anthropic,
+# llama.cpp's server): the number corrects the count exactly.
+_REFUSED_SIZE = re.compile(
+    r"resulted in (\d[\d,]*) tokens|\((\d[\d,]*) in the messages"
+    r"|prompt is too long: (\d[\d,]*) tokens|prompt contains (?:at least )?(\d[\d,]*)"
+    r"|n_prompt_tokens\W{0,4}(\d+)",
+    re.IGNORECASE,
+)
+
 Counter = Callable[[str], int]
+
+
+def refused_prompt_tokens(detail: str) -> int | None:
+    """The prompt's size in a provider's "too long" refusal, when it says."""
+    found = _REFUSED_SIZE.search(detail)
+    if found is None:
+        return None
+    number = next(group for group in found.groups() if group)
+    return int(number.replace(",", ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +275,7 @@ class TokenMeter:
             0,
         )
         self.ratio = 1.0  # provider-reported / counted, from the last call
+        self.added = 0  # raw tokens of every message counted so far: how the history grew
         self.last_counted: int | None = None  # raw count of the last request measured
 
     @property
@@ -288,6 +312,7 @@ class TokenMeter:
             return cached[1]
         tokens = self.count_text(message_text(message)) + MESSAGE_OVERHEAD
         self._counts[key] = (message, tokens)
+        self.added += tokens
         return tokens
 
     def forget(self, keep: Sequence[dict[str, Any]]) -> None:
@@ -326,6 +351,19 @@ class TokenMeter:
             window=self.limits.prompt_budget,
             message_count=len(messages),
         )
+
+    def refused(self, counted: int | None, budget: int, reported: int | None = None) -> None:
+        """The provider refused a request counted as ``counted`` (raw) as too long:
+        it held more than ``budget`` (or ``reported`` tokens, if the provider said).
+        Later counts are scaled so that it would have counted over the budget: the
+        correction after a call only ever learns from requests that went through."""
+        if not counted:
+            return
+        ratio = max(self.ratio * REFUSED_MARGIN, budget / counted * REFUSED_MARGIN)
+        if reported:
+            ratio = max(ratio, reported / counted)
+        self.ratio = ratio
+        self.calibrated = True
 
     def correct(self, reported_prompt_tokens: int | None, counted: int | None = None) -> None:
         """Scale later counts by what the provider said a request held; ``counted``:

@@ -373,6 +373,7 @@ class TurnLoop:
         host = self.host
         policy = host.model.retry_policy
         attempt = 0
+        refused = False  # the provider said the request was too long (retried once)
         while True:
             self._message_id = _new_id()
             self._partial_chunks = []
@@ -384,6 +385,23 @@ class TurnLoop:
                 return reply
             except ProviderError as exc:
                 self._note_cut(turn_id, attempt + 1)
+                if exc.error_type == "context_limit":
+                    if refused:
+                        raise _refused_again(exc) from None
+                    refused = True
+                    if not await host.context.shrink_after_refusal(exc.message):
+                        raise _too_long_alone(exc) from None
+                    host.emit(
+                        AssistantTurnRetryData(
+                            turn_id=turn_id,
+                            model=host.model.name,
+                            reason=(
+                                "context_limit: the provider refused the request as too long; "
+                                "the conversation was made smaller — sending it once more"
+                            ),
+                        )
+                    )
+                    continue
                 if not exc.retryable or attempt >= policy.max_retries:
                     raise
                 delay = policy.delay(attempt, exc.retry_after)
@@ -540,6 +558,27 @@ class TurnLoop:
     @property
     def _partial_text(self) -> str:
         return "".join(self._partial_chunks)
+
+
+def _refused_again(exc: ProviderError) -> ProviderError:
+    return ProviderError(
+        "context_limit",
+        f"{exc.message} It was refused again after the conversation was made smaller: "
+        "/compact or /clear it, or, if you gave --context-window (context_window), check "
+        "it against the model server's own.",
+        status_code=exc.status_code,
+    )
+
+
+def _too_long_alone(exc: ProviderError) -> ProviderError:
+    return ProviderError(
+        "context_limit",
+        f"{exc.message} Nothing could be taken out of the conversation to make it fit "
+        "(no summary could be made, and the newest message or tool result is too long on "
+        "its own): shorten it, or, if you gave --context-window (context_window), check "
+        "it against the model server's own.",
+        status_code=exc.status_code,
+    )
 
 
 def _tool_request(call: ToolCall) -> ToolRequest:

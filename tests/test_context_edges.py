@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 
+from agent.compaction import SUMMARY_SYSTEM, CompactionSettings
 from agent.context_window import ContextLimits
+from agent.history import SUMMARY_PREFIX, History
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.litellm_import import import_litellm
 from agent.models.select import read_config_file
+from agent.session import Session
 from app.cli import build_parser
 from app.model_setup import context_settings
-from tests.scripting import new_session
+from tests.scripting import FakeRecorder, new_session
 
 WINDOW = 8_000
 
@@ -50,17 +53,35 @@ class FakeChunkStream:
         raise StopAsyncIteration
 
 
+def is_summary(call: dict[str, Any]) -> bool:
+    return bool(call["messages"][0]["content"] == SUMMARY_SYSTEM)
+
+
 class FakeAcompletion:
-    """Stands in for litellm.acompletion: answers "ok", keeps every call's kwargs."""
+    """Stands in for litellm.acompletion: answers "ok" (a summary: "THE SUMMARY"), keeps
+    every call's kwargs; raises what ``refuse`` holds on the next turns' calls, and
+    ``summary_error`` on every summary call."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.refuse: list[Exception] = []
+        self.summary_error: Exception | None = None
+
+    @property
+    def turns(self) -> list[dict[str, Any]]:
+        return [c for c in self.calls if not is_summary(c)]
 
     async def __call__(self, **kwargs: Any) -> FakeChunkStream:
         self.calls.append(kwargs)
+        summary = is_summary(kwargs)
+        if summary and self.summary_error is not None:
+            raise self.summary_error
+        if not summary and self.refuse:
+            raise self.refuse.pop(0)
         stream_types = import_litellm().types.utils
+        text = "THE SUMMARY" if summary else "ok"
         chunk = stream_types.ModelResponseStream(
-            choices=[{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]
+            choices=[{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]
         )
         return FakeChunkStream([chunk])
 
@@ -118,3 +139,116 @@ def test_the_replys_room_is_read_from_flag_and_config(
     assert (window, output) == (16_384, 2_048)
     flags = build_parser().parse_args(["--max-output-tokens", "1000"])
     assert context_settings(flags)[:2] == (16_384, 1_000)
+
+
+# --- a request the provider refuses as too long --------------------------------------
+
+
+def too_long(kind: str) -> Exception:
+    litellm = import_litellm()
+    if kind == "context_window_exceeded":
+        return litellm.ContextWindowExceededError(
+            "This model's maximum context length is 8000 tokens.", "local-model", "openai"
+        )
+    return litellm.BadRequestError(
+        "This model's maximum context length is 8000 tokens. However, your messages "
+        "resulted in 8160 tokens. Please reduce the length of the messages.",
+        "local-model",
+        "openai",
+    )
+
+
+async def chatted(
+    tmp_path: Path, acompletion: FakeAcompletion, fill: float = 0.85
+) -> tuple[Session, FakeRecorder]:
+    """A session on a local server's model whose conversation fills ``fill`` of the
+    window (no summary in the background below 0.9): a request the provider may well
+    refuse when loopdeck's count is low."""
+    model = LiteLLMModel("openai/local-model", api_base="http://127.0.0.1:9/v1")
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(
+        window=WINDOW, settings=CompactionSettings(True, background_threshold=0.9)
+    )
+    i = 0
+    while session.context.measure().fraction < fill:
+        outcome = await session.send_and_wait(f"question {i}: " + "words " * 100)
+        assert outcome.error is None
+        i += 1
+    assert not seen.of("session.compaction_start")
+    return session, seen
+
+
+@pytest.mark.parametrize("kind", ["context_window_exceeded", "bad_request"])
+async def test_a_request_refused_as_too_long_is_compacted_and_sent_once_more(
+    tmp_path: Path, acompletion: FakeAcompletion, kind: str
+) -> None:
+    session, seen = await chatted(tmp_path, acompletion)
+    ratio = session.context.meter.ratio
+    acompletion.refuse = [too_long(kind)]
+    outcome = await session.send_and_wait("and now?")
+    assert outcome.error is None and outcome.final_text == "ok"
+    # The count proved low: later ones are taken larger.
+    assert session.context.meter.ratio > ratio
+    done = seen.of("session.compaction_complete")
+    assert [(d.data.success, d.data.trigger) for d in done] == [(True, "context_limit_retry")]
+    retries = seen.of("assistant.turn_retry")
+    assert len(retries) == 1 and "too long" in (retries[0].data.reason or "")
+    refused, retried = acompletion.turns[-2:]
+    assert retried["messages"][1]["content"].startswith(SUMMARY_PREFIX)
+    assert len(retried["messages"]) < len(refused["messages"])
+    assert retried["messages"][-1]["content"] == "and now?"
+    assert seen.types()[-1] == "session.idle"
+    await session.close()
+
+
+async def test_a_second_refusal_ends_the_turn_with_a_clear_error(
+    tmp_path: Path, acompletion: FakeAcompletion
+) -> None:
+    session, seen = await chatted(tmp_path, acompletion)
+    before = len(acompletion.turns)
+    acompletion.refuse = [too_long("context_window_exceeded")] * 3
+    outcome = await session.send_and_wait("and now?")
+    assert len(acompletion.turns) == before + 2  # the request, and one retry
+    assert outcome.error is not None and outcome.error.error_type == "context_limit"
+    assert "again" in outcome.error.message and "--context-window" in outcome.error.message
+    assert seen.of("session.error")[-1].data == outcome.error
+    assert len(seen.of("assistant.turn_retry")) == 1
+    assert seen.types()[-1] == "session.idle"
+    await session.close()
+
+
+async def test_a_prompt_too_long_on_its_own_is_not_sent_again(
+    tmp_path: Path, acompletion: FakeAcompletion
+) -> None:
+    # The one message cannot be dropped, and no summary can be made of it.
+    session, seen = await chatted(tmp_path, acompletion, fill=0)
+    litellm = import_litellm()
+    acompletion.summary_error = litellm.InternalServerError("down", "openai", "local-model")
+    acompletion.refuse = [too_long("context_window_exceeded")]
+    outcome = await session.send_and_wait("a pasted file " * 50)
+    assert len(acompletion.turns) == 1  # the same request would be refused again
+    assert outcome.error is not None and outcome.error.error_type == "context_limit"
+    assert "could be taken out" in outcome.error.message
+    assert not seen.of("assistant.turn_retry")
+    assert seen.types()[-1] == "session.idle"
+    await session.close()
+
+
+async def test_a_refusal_with_the_summarizer_down_drops_the_oldest_and_retries(
+    tmp_path: Path, acompletion: FakeAcompletion
+) -> None:
+    session, seen = await chatted(tmp_path, acompletion)
+    litellm = import_litellm()
+    acompletion.summary_error = litellm.InternalServerError("down", "openai", "local-model")
+    acompletion.refuse = [too_long("context_window_exceeded")]
+    outcome = await session.send_and_wait("and now?")
+    assert outcome.error is None and outcome.final_text == "ok"
+    assert [d.data.success for d in seen.of("session.compaction_complete")] == [False]
+    dropped = [e.data for e in seen.of("session.truncation")]
+    assert dropped and dropped[-1].performed_by == History.DROP_OLDEST
+    warnings = [e.data.warning_type for e in seen.of("session.warning")]
+    assert "context_truncated" in warnings
+    refused, retried = acompletion.turns[-2:]
+    assert len(retried["messages"]) < len(refused["messages"])
+    assert retried["messages"][1]["role"] == "user"
+    await session.close()
