@@ -498,6 +498,7 @@ class ContextKeeper:
         if task is None or task.done() or self._running is None:
             return
         task.cancel()
+        self._task = None  # over now, though its cancellation is yet to run
         attempt, trigger, usage, _ = self._running
         self._complete_failed(attempt, trigger, why, usage)
 

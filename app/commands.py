@@ -187,8 +187,18 @@ async def _compact(app: LoopdeckApp, arg: str) -> None:
     session = _session(app)
     if session is None or not _idle(app, session, "/compact"):
         return
-    app.say("Compacting: the model is summarising the conversation so far…")
-    done = await session.context.compact_now(arg.strip() or None)
+    focus = arg.strip() or None
+    keeper = session.context
+    if keeper.compacting and focus and focus != keeper.running_focus:
+        app.say(
+            "A compaction was already running: it starts over with your focus, so the "
+            "summary keeps what you asked for…"
+        )
+    elif keeper.compacting:
+        app.say("A compaction is already running: waiting for it to finish…")
+    else:
+        app.say("Compacting: the model is summarising the conversation so far…")
+    done = await keeper.compact_now(focus)
     if done is None:
         app.say("Nothing to compact yet: the conversation is only the newest exchange.")
     elif not done.success:

@@ -4,6 +4,8 @@ that keeps failing."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +15,16 @@ import pytest
 from agent.compaction import SUMMARY_SYSTEM, CompactionSettings
 from agent.context_window import ContextLimits
 from agent.history import SUMMARY_PREFIX, History
+from agent.models.base import COMPACTION_CALL
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.litellm_import import import_litellm
+from agent.models.scripted import Script, ScriptedModel
 from agent.models.select import read_config_file
 from agent.session import Session
 from app.cli import build_parser
 from app.model_setup import context_settings
-from tests.scripting import FakeRecorder, new_session
+from tests.scripting import FakeCountingModel, FakeRecorder, new_session
+from tests.test_compaction import FakeSlowSummaryModel, notes, tool_turn
 
 WINDOW = 8_000
 
@@ -251,4 +256,78 @@ async def test_a_refusal_with_the_summarizer_down_drops_the_oldest_and_retries(
     refused, retried = acompletion.turns[-2:]
     assert len(retried["messages"]) < len(refused["messages"])
     assert retried["messages"][1]["role"] == "user"
+    await session.close()
+
+
+# --- /compact while a summary is being made --------------------------------------------
+
+
+def two_exchanges() -> Script:
+    return Script.model_validate({"turns": [{"text": "first answer"}, {"text": "second answer"}]})
+
+
+async def test_compact_with_a_focus_takes_the_place_of_a_summary_in_flight(
+    tmp_path: Path,
+) -> None:
+    model = FakeSlowSummaryModel(ScriptedModel(two_exchanges(), "slow"))
+    session, seen = await new_session(model, tmp_path)
+    await session.send_and_wait("the task: write a lexer")
+    await session.send_and_wait("and its tests")
+    keeper = session.context
+    assert keeper.start("threshold")  # a summary in the background, as at 80 %
+    assert keeper.compacting and keeper.running_focus is None
+    outcome = asyncio.ensure_future(keeper.compact_now(focus="the lexer's tests"))
+    replaced = asyncio.Event()
+    session.subscribe(
+        lambda e: replaced.set() if len(seen.of("session.compaction_start")) == 2 else None
+    )
+    await asyncio.wait_for(replaced.wait(), 10)
+    assert keeper.running_focus == "the lexer's tests"
+    model.release.set()
+    done = await asyncio.wait_for(outcome, 10)
+    assert done is not None and done.success and done.trigger == "manual"
+    completed = [e.data for e in seen.of("session.compaction_complete")]
+    assert [(c.success, c.trigger) for c in completed] == [(False, "threshold"), (True, "manual")]
+    assert "superseded" in (completed[0].error or "")
+    # Only the summary with the focus reached the model, and it is the one in place.
+    calls = zip(model.seen_messages, model.call_indexes, strict=True)
+    asked = [m for m, i in calls if i == COMPACTION_CALL]
+    assert len(asked) == 1 and "the lexer's tests" in asked[0][-1]["content"]
+    assert session.history.checkpoints == 1
+    await session.close()
+
+
+# --- a summarizer that keeps failing ------------------------------------------------------
+
+
+def failing_run(turns: int) -> FakeCountingModel:
+    steps = [tool_turn(i) for i in range(turns)] + [{"text": "finished"}]
+    script = Script.model_validate(
+        {"turns": steps, "compaction": {"error": {"type": "server", "message": "summary down"}}}
+    )
+    return FakeCountingModel(ScriptedModel(script, "failing"))
+
+
+async def test_a_failing_summarizer_is_not_asked_again_at_every_call(tmp_path: Path) -> None:
+    notes(tmp_path / "ws", 2_400)  # ~600 tokens a read
+    model = failing_run(30)
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished" and outcome.error is None
+    # Model calls between two summary attempts: before, one (every call past 80 %).
+    attempts = [n for n, i in enumerate(model.call_indexes) if i == COMPACTION_CALL]
+    assert len(attempts) >= 2
+    gaps = [b - a - 1 for a, b in itertools.pairwise(attempts)]
+    assert min(gaps) >= 2, gaps
+    # Meanwhile the window still holds: the oldest turns go, with the notice.
+    dropped = [e.data for e in seen.of("session.truncation")]
+    assert dropped and all(d.performed_by == History.DROP_OLDEST for d in dropped)
+    assert any(e.data.warning_type == "context_truncated" for e in seen.of("session.warning"))
+    # /compact is asked for: it is tried whatever the last one did.
+    before = model.call_indexes.count(COMPACTION_CALL)
+    assert session.context.backing_off
+    done = await session.context.compact_now()
+    assert done is not None and not done.success
+    assert model.call_indexes.count(COMPACTION_CALL) == before + 1
     await session.close()

@@ -534,6 +534,35 @@ async def test_a_bang_command_waits_for_an_idle_agent(tmp_path: Path) -> None:
         assert h.recorder.of("tool.user_requested") == []
 
 
+async def test_compact_with_a_focus_while_a_summary_runs_says_it_starts_over(
+    tmp_path: Path,
+) -> None:
+    from agent.models.base import COMPACTION_CALL
+    from agent.models.scripted import Script, ScriptedModel
+    from tests.test_compaction import FakeSlowSummaryModel
+
+    h = Harness(ANSWERS, make_workspace(tmp_path))
+    model = FakeSlowSummaryModel(ScriptedModel(Script.model_validate({"turns": ANSWERS}), "s"))
+    h.model = model  # type: ignore[assignment]
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await send(pilot, h, "THE TASK: a parser")
+        await wait_idle(pilot, h)
+        await send(pilot, h, "and its tests")
+        await wait_idle(pilot, h, 2)
+        assert h.session.context.start("threshold")  # as at 80 % of the window
+        await send(pilot, h, "/compact the parser's tests")
+        await wait_for(
+            pilot, lambda: "it starts over with your focus" in "".join(outputs(h.app)), "notice"
+        )
+        model.release.set()
+        await wait_for(pilot, lambda: "Compacted:" in "".join(outputs(h.app)), "the report")
+        done = [e.data for e in h.recorder.of("session.compaction_complete")]
+        assert [d.success for d in done] == [False, True]
+        summary_call = model.seen_messages[model.call_indexes.index(COMPACTION_CALL)]
+        assert "the parser's tests" in summary_call[-1]["content"]
+
+
 async def test_compact_summarises_now_and_the_next_turn_starts_from_the_summary(
     tmp_path: Path,
 ) -> None:
