@@ -14,7 +14,11 @@ messages it covers; messages added meanwhile stay after it. The swap is done by 
 history's fold of that event (:mod:`agent.history`), so a resumed session rebuilds
 the same history from the log. A summary that fails is an event too, not a crash;
 if the request is still over the blocking threshold, the oldest messages are
-dropped (``session.truncation``) with a warning.
+dropped (``session.truncation``) with a warning. After a failed summary the next one
+in the background waits a few calls (:data:`RETRY_AFTER_CALLS`): each try costs a
+request. A request the provider refuses as too long proves the count low: it is
+corrected upward and the history made smaller before the one retry
+(:meth:`ContextKeeper.shrink_after_refusal`).
 
 The summary keeps what an agent needs to go on: the task, decisions, files touched,
 open items and the todo list.
@@ -245,7 +249,8 @@ class ContextKeeper:
         if usage.fraction < self.settings.blocking_threshold:
             self._sent = self.meter.last_counted
             return
-        # Holding back after a failed summary: none runs, and the oldest turns go.
+        # The summary in flight, if any (none while holding back after a failed one);
+        # still over the threshold after it: the oldest turns go.
         await self._settle()
         usage = self.measure()
         if usage.fraction >= self.settings.blocking_threshold:

@@ -10,83 +10,65 @@ cannot drift apart.
 A failed write of the log (a full disk) stops the running loop at once: it ends
 with ``session.error`` (``storage``) and ``session.idle``, which are shown but can no
 longer be written, and every later send fails the same way.
+
+Its parts: opening and resuming (:mod:`agent.session_open`), the prompts' runner
+(:mod:`agent.session_runner`), the fold of its own state (:mod:`agent.session_fold`)
+and its model's context limits (:mod:`agent.session_limits`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
-import dataclasses
 import logging
 import os
-import platform
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent import __version__
-from agent.blocks import parse_timestamp
 from agent.compaction import CompactionSettings, ContextKeeper
-from agent.context_window import (
-    ContextLimits,
-    Counter,
-    TokenMeter,
-    estimate_tokens,
-    limits_for,
-    litellm_counter,
-    uncalibrated_ratio,
-)
 from agent.events import (
-    AbortData,
     AssistantTurnEndData,
-    AssistantTurnRetryData,
-    AssistantTurnStartData,
     AssistantUsageData,
-    CompactionTokensUsed,
     Event,
     EventData,
     Mode,
     SessionCompactionCompleteData,
-    SessionCompactionStartData,
     SessionContextClearedData,
     SessionErrorData,
-    SessionIdleData,
     SessionModeChangedData,
     SessionModelChangeData,
-    SessionResumeData,
-    SessionStartData,
     SessionTitleChangedData,
-    SessionUsageCheckpointData,
-    SessionWarningData,
-    ToolErrorPayload,
-    ToolExecutionCompleteData,
     ToolRequest,
-    UserMessageData,
     WorkingDirectoryContext,
-    is_event_id,
     now_iso,
 )
 from agent.history import History
 from agent.hooks import LoopHooks
 from agent.log_writer import LogWriteError, SessionWriter
-from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome, TurnLoop
+from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome
 from agent.models.base import ModelClient
 from agent.permission_gate import PermissionGate
 from agent.permission_level import PermissionLevelChoice
 from agent.permissions import PermissionPolicy
 from agent.plan_mode import PlanMode, plan_registry
-from agent.prompt import build_system_prompt, git_branch
-from agent.replay import EventIndex
+from agent.prompt import build_system_prompt
 from agent.sandbox.policy import Sandbox
 from agent.secrets import EnvFilter, SecretMasker
+from agent.session_fold import fold_state
+from agent.session_limits import SessionLimits
 from agent.session_lock import SessionLock
+from agent.session_open import (
+    resume_locked,
+    save_meta,
+    start_new,
+    working_context,
+)
+from agent.session_runner import Prompt, PromptRunner
 from agent.shell_escape import run_user_command
 from agent.store import SessionStore
-from agent.tail_resume import ResumePlan, plan_resume, unreadable_reason
+from agent.tail_resume import ResumePlan
 from agent.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.exit_plan_mode import ExitPlanModeTool
@@ -97,15 +79,6 @@ from agent.user_input import UserQuestions
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Event], None]
-INTERRUPTED_BY_EXIT = "Interrupted: the session stopped before this tool call finished."
-
-
-@dataclass(slots=True)
-class _Prompt:
-    text: str
-    message_id: str | None
-    future: asyncio.Future[LoopOutcome]
-    attachments: list[dict[str, Any]] | None = None
 
 
 class Session:
@@ -152,15 +125,7 @@ class Session:
         self._sent = False
         self._forked_from: dict[str, Any] | None = None  # kept in the metadata file
         self._started_at = now_iso()
-        self._queue: collections.deque[_Prompt] = collections.deque()
-        # Sent with send(..., immediate=True) while a loop runs: it picks them up at
-        # its next turn; they resolve with the run that took them.
-        self._steering: list[_Prompt] = []
-        self._steered: list[_Prompt] = []
-        self._runner: asyncio.Task[None] | None = None
-        self._current: asyncio.Task[LoopOutcome] | None = None
-        self._abort_requested = False
-        self._abort_before_start = False
+        self._runner = PromptRunner(self)  # the prompts, one loop at a time
         self._prompts: dict[Mode, str] = {}
         self._registries: dict[Mode, ToolRegistry] = {}
         self._registry_factory = registry_factory or _default_registry
@@ -183,9 +148,8 @@ class Session:
         # reads events (log, screen, -p, exports, the model) sees these values.
         self.secrets = SecretMasker.from_env(os.environ, self.env_filter)
         # The model's context window: measured before each call, compacted when full.
-        self._window_override: int | None = None
-        self._max_output_override: int | None = None
-        self.context = ContextKeeper(self, self._new_meter())
+        self._limits = SessionLimits(lambda: self.model)
+        self.context = ContextKeeper(self, self._limits.new_meter())
         # Events from before anyone could subscribe (a resumed log, resume notices),
         # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
         self._backlog: list[Event] | None = []
@@ -226,29 +190,7 @@ class Session:
             sandbox=sandbox,
             env_filter=env_filter,
         )
-        session._created_here = True
-        if store is not None:
-            store.check_owned(session.id)  # a chosen id may name a link out of the store
-            session._lock = SessionLock.acquire(
-                store.session_dir(session.id), session.id, create=True
-            )
-            try:
-                session._attach(await store.open_writer(session.id))
-            except BaseException:
-                session._lock.release()
-                raise
-        session.emit(
-            SessionStartData(
-                session_id=session.id,
-                copilot_version=__version__,
-                start_time=session._started_at,
-                selected_model=model.name,
-                context=session._context(),
-            )
-        )
-        await session._check_written()
-        session._sandbox_notice()
-        session._save_meta()
+        await start_new(session, store)
         return session
 
     @classmethod
@@ -275,7 +217,8 @@ class Session:
         # Locked before reading: the log read must be the one this process appends to.
         lock = SessionLock.acquire(store.session_dir(session_id), session_id)
         try:
-            return await cls._resume_locked(
+            return await resume_locked(
+                cls,
                 lock,
                 store=store,
                 session_id=session_id,
@@ -292,232 +235,10 @@ class Session:
             lock.release()
             raise
 
-    @classmethod
-    async def _resume_locked(
-        cls,
-        lock: SessionLock,
-        *,
-        store: SessionStore,
-        session_id: str,
-        model: ModelClient,
-        cwd: Path | None,
-        max_autopilot_continues: int,
-        extra_dirs: list[Path] | None,
-        registry_factory: Callable[[Mode], ToolRegistry] | None,
-        policy: PermissionPolicy | None,
-        sandbox: Sandbox | None,
-        env_filter: EnvFilter | None,
-    ) -> Session:
-        meta = store.read_meta(session_id)
-        recorded = meta.get("cwd")
-        recorded_cwd = (
-            Path(recorded)
-            if isinstance(recorded, str) and recorded and "\0" not in recorded
-            else None
-        )
-        session = cls(
-            session_id=session_id,
-            model=model,
-            cwd=cwd or recorded_cwd or Path.cwd(),
-            mode="interactive",
-            store=store,
-            max_autopilot_continues=max_autopilot_continues,
-            extra_dirs=extra_dirs,
-            registry_factory=registry_factory,
-            policy=policy,
-            sandbox=sandbox,
-            env_filter=env_filter,
-        )
-        started = meta.get("startedAt")
-        session._started_at = started if isinstance(started, str) and started else now_iso()
-        origin = meta.get("forkedFrom")
-        session._forked_from = origin if isinstance(origin, dict) else None
-        session._lock = lock
-        # The writer first: it sets a torn last line aside (or terminates a whole one)
-        # before the log is indexed, so the index is the file this session appends to.
-        events_path = store.events_path(session_id)
-        if not events_path.is_file():
-            # As reading it would: the writer must not create a log for no session.
-            raise FileNotFoundError(f"no such session log: {events_path}")
-        writer = await store.open_writer(session_id)
-        try:
-            # Tail first, off the event loop: index the log, parse only what resume
-            # needs (agent.tail_resume), never the whole of a long session.
-            plan = await asyncio.to_thread(plan_resume, events_path)
-        except BaseException:
-            await writer.close()
-            raise
-        session._restore(plan)
-        session._attach(writer)
-        if writer.torn_tail_moved_to is not None:
-            where = writer.torn_tail_moved_to
-            session.emit(
-                SessionWarningData(
-                    warning_type="log_repair",
-                    message=(
-                        f"events.jsonl line {len(plan.index) + 1}: torn last line (writer "
-                        f"stopped mid-line); its bytes were kept in {where.name}"
-                    ),
-                )
-            )
-        for position, slot in enumerate(plan.events, start=plan.parse_start):
-            if slot is None:
-                session.emit(
-                    SessionWarningData(
-                        warning_type="log_repair",
-                        message=(
-                            f"events.jsonl line {position + 1}: "
-                            f"{unreadable_reason(plan.index, position)}"
-                        ),
-                    )
-                )
-        # Closed as of the log's last event: that is when its process stopped (a fork's
-        # origin may have stopped months ago; its turn did not last until now).
-        stopped = next(
-            (
-                e.timestamp
-                for e in reversed(plan.events)
-                if e is not None and parse_timestamp(e.timestamp)
-            ),
-            None,
-        )
-        session._close_dangling(stopped)
-        session._close_dangling_compaction(plan.index, stopped)
-        session.emit(
-            SessionResumeData(
-                event_count=len(plan.index),
-                resume_time=now_iso(),
-                selected_model=model.name,
-                context=session._context(),
-            )
-        )
-        await session._check_written()
-        session._sandbox_notice()
-        session._save_meta()
-        return session
-
-    def _restore(self, plan: ResumePlan) -> None:
-        """Fold what :func:`plan_resume` read: the state events from before the
-        history's start (state only), then everything from there (whole). The
-        history opens with the last checkpoint's summary."""
-        for event in plan.state:
-            self._fold_state(event, count=False)
-        counted = plan.counted
-        self._turns, self._model_calls, self._tool_calls = (
-            counted.turns,
-            counted.model_calls,
-            counted.tool_calls,
-        )
-        if plan.first_prompt:
-            self._first_prompt = plan.first_prompt
-        if plan.summary is not None:
-            self.history.restore_summary(plan.summary)
-        for position in range(plan.parse_start, len(plan.index)):
-            read = plan.slot(position)
-            if read is None:
-                continue
-            if position >= plan.fold_start:
-                if position == plan.summary_at:
-                    self._fold_state(read)  # its summary already opens the history
-                else:
-                    self._fold(read)
-            # New events chain to the last one the official parser can name: a
-            # damaged id would make every line written after it unparseable.
-            if not read.ephemeral and is_event_id(read.id):
-                self._last_persisted_id = read.id
-        if self._last_persisted_id is None and plan.parse_start > 0:
-            # Nothing parsed was nameable: the last event before it that is.
-            for event in reversed(plan.index.read(0, plan.parse_start)):
-                if not event.ephemeral and is_event_id(event.id):
-                    self._last_persisted_id = event.id
-                    break
-        shown = [event for event in plan.shown if event is not None]
-        self._backlog = shown
-        self.restored = len(shown)
-        self.resumed_from = plan
-
-    def _sandbox_notice(self) -> None:
-        """Once per run: the sandbox was asked for and this kernel cannot provide it."""
-        notice = self.sandbox.notice() if self.sandbox is not None else None
-        if notice is not None:
-            self.emit(SessionWarningData(warning_type="sandbox_unavailable", message=notice))
-
     def _attach(self, writer: SessionWriter) -> None:
         writer.deliver = self._deliver
         writer.on_failure = self._on_write_failure
         self._writer = writer
-
-    async def _check_written(self) -> None:
-        """Start-up: wait for the first events to be written, so that a full or
-        unwritable disk is one clear error (:class:`LogWriteError`), not a run that
-        loses its log."""
-        if self._writer is None:
-            return
-        await self._writer.drain()
-        if self._writer.error is not None:
-            error = self._writer.error
-            await self._writer.close()
-            self._writer = None
-            if self._created_here and self.store is not None:
-                shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
-            if self._lock is not None:
-                self._lock.release()
-                self._lock = None
-            raise error
-
-    def _close_dangling_compaction(self, index: EventIndex, stopped: str | None) -> None:
-        """A crash can leave a summary unfinished (a ``session.compaction_start`` with
-        no complete after it): record it as failed, as closing the session would have."""
-        types = index.types
-        for i in range(len(types) - 1, -1, -1):
-            if types[i] == "session.compaction_complete":
-                return
-            if types[i] == "session.compaction_start":
-                break
-        else:
-            return
-        found = index.read_slots(i, i + 1)
-        start = found[0].data if found and found[0] is not None else None
-        if not isinstance(start, SessionCompactionStartData):
-            return
-        self.emit(
-            SessionCompactionCompleteData(
-                success=False,
-                error="interrupted: the session stopped before the summary was made",
-                pre_compaction_tokens=start.current_tokens,
-                token_limit=start.token_limit,
-                trigger=start.trigger,
-                compaction_attempt_id=start.compaction_attempt_id,
-            ),
-            at=stopped,
-        )
-
-    def _close_dangling(self, stopped: str | None = None) -> None:
-        """A crash can leave tool calls and a turn open: close them as interrupted,
-        at ``stopped`` (the time of the log's last event) when known."""
-        self.plan.settle_unanswered()
-        for call_id in list(self.history.open_calls):
-            self.emit(
-                ToolExecutionCompleteData(
-                    tool_call_id=call_id,
-                    success=False,
-                    error=ToolErrorPayload(message=INTERRUPTED_BY_EXIT, code="interrupted"),
-                    turn_id=self._open_turn,
-                ),
-                at=stopped,
-            )
-        if self._open_turn is not None:
-            self.emit(AssistantTurnEndData(turn_id=self._open_turn), at=stopped)
-        for call_id in list(self.history.user_commands):  # a !command cut short
-            self.emit(
-                ToolExecutionCompleteData(
-                    tool_call_id=call_id,
-                    success=False,
-                    is_user_requested=True,
-                    error=ToolErrorPayload(message=INTERRUPTED_BY_EXIT, code="interrupted"),
-                ),
-                at=stopped,
-            )
 
     # --- the event stream ----------------------------------------------------
 
@@ -559,8 +280,7 @@ class Session:
         error, see :attr:`halted`); later sends fail with it at once."""
         if self._storage_error is None:
             self._storage_error = SessionErrorData(error_type="storage", message=str(error))
-        if self._current is not None and not self._current.done():
-            self._current.cancel()
+        self._runner.halt()
 
     @property
     def halted(self) -> SessionErrorData | None:
@@ -575,51 +295,7 @@ class Session:
 
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
-        self._fold_state(event)
-
-    def _fold_state(self, event: Event, *, count: bool = True) -> None:
-        """Everything but the model's history (``count``: the counters too)."""
-        self.permission_level.fold(event)
-        self.plan.fold(event)
-        self.todos.fold(event)
-        match event.data:
-            case AssistantTurnStartData(turn_id=turn_id):
-                self._model_calls += count
-                self._turns += count
-                self._open_turn = turn_id
-            case AssistantTurnRetryData():
-                self._model_calls += count
-            case AssistantTurnEndData():
-                self._open_turn = None
-            case ToolExecutionCompleteData():
-                self._tool_calls += count
-            case AssistantUsageData() as usage:
-                self.usage.add(usage)
-            case SessionCompactionCompleteData(
-                compaction_tokens_used=CompactionTokensUsed() as used
-            ):
-                # The summary call is billed like any other.
-                self.usage.add(
-                    AssistantUsageData(
-                        model=used.model or self.model.name,
-                        input_tokens=used.input_tokens,
-                        output_tokens=used.output_tokens,
-                        cost=used.cost,
-                    )
-                )
-            case SessionUsageCheckpointData() as checkpoint:
-                self.usage.restore(checkpoint)
-            case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):
-                if mode in ("interactive", "autopilot", "plan"):
-                    self._mode = mode
-                if not self._first_prompt and not nudge:
-                    self._first_prompt = content
-            case SessionModeChangedData(new_mode=mode):
-                self._mode = mode
-            case SessionTitleChangedData(title=title):
-                self.title = title
-            case _:
-                pass
+        fold_state(self, event)
 
     def subscribe(self, callback: Subscriber, *, replay: bool = False) -> Callable[[], None]:
         """Call ``callback`` with every event from now on. Returns an unsubscribe.
@@ -678,11 +354,11 @@ class Session:
     @property
     def queued(self) -> int:
         """Prompts waiting behind the running one."""
-        return len(self._queue)
+        return len(self._runner.queue)
 
     @property
     def busy(self) -> bool:
-        return self._runner is not None and not self._runner.done()
+        return self._runner.busy
 
     def tools(self) -> ToolRegistry:
         return self.tools_for(self._mode)
@@ -703,36 +379,11 @@ class Session:
         and the compaction thresholds (the SDK's ``infinite_sessions``)."""
         if window is not None or max_output is not None:
             if window is not None:
-                self._window_override = window
-            self._max_output_override = max_output
-            self.context.meter = self._new_meter()
+                self._limits.window = window
+            self._limits.max_output = max_output
+            self.context.meter = self._limits.new_meter()
         if settings is not None:
             self.context.settings = settings
-
-    def _context_limits(self) -> ContextLimits:
-        output = self._max_output_override
-        if self._window_override is not None:
-            return ContextLimits(self._window_override, output, "config", enforce_reply_room=True)
-        scripted = getattr(self.model, "context_window", None)
-        if isinstance(scripted, int) and scripted > 0:
-            return ContextLimits(scripted, output, "script", enforce_reply_room=bool(output))
-        found = limits_for(self.model.name, max_output=output)
-        return dataclasses.replace(found, enforce_reply_room=True) if output else found
-
-    def _new_meter(self) -> TokenMeter:
-        return TokenMeter(self._context_limits, self._token_counter, self._first_ratio)
-
-    def _first_ratio(self) -> float:
-        # A scripted model's counts are the estimate's own: nothing to allow for.
-        if self.model.name.startswith("scripted:"):
-            return 1.0
-        return uncalibrated_ratio(self.model.name)
-
-    def _token_counter(self) -> Counter:
-        # A scripted model has no tokenizer, and must not pull in litellm (seconds).
-        if self.model.name.startswith("scripted:"):
-            return estimate_tokens
-        return litellm_counter(self.model.name)
 
     def tools_for(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
@@ -795,15 +446,10 @@ class Session:
         model receives with the prompt.
         """
         future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
-        item = _Prompt(prompt, message_id, future, attachments or None)
         self._sent = True
-        if immediate and self._current is not None and not self._current.done():
-            self._steering.append(item)
-            return future
-        self._backlog = None
-        self._queue.append(item)
-        if self._runner is None or self._runner.done():
-            self._runner = asyncio.create_task(self._run_queue(), name=f"session:{self.id[:8]}")
+        self._runner.send(
+            Prompt(prompt, message_id, future, attachments or None), immediate=immediate
+        )
         return future
 
     async def send_and_wait(self, prompt: str, timeout: float | None = None) -> LoopOutcome:
@@ -818,11 +464,7 @@ class Session:
 
     def abort(self) -> None:
         """Cancel the running turn (model call or tool). Idle follows promptly."""
-        if self._current is not None and not self._current.done():
-            self._abort_requested = True
-            self._current.cancel()
-        elif self.busy:
-            self._abort_before_start = True  # sent, but its loop has not started yet
+        self._runner.abort()
 
     def set_mode(self, mode: Mode) -> None:
         if mode != self._mode:
@@ -836,7 +478,7 @@ class Session:
             self._prompts.clear()
             # Its window, output limit and tokenizer, and no correction learnt from
             # another provider's counts.
-            self.context.meter = self._new_meter()
+            self.context.meter = self._limits.new_meter()
             self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
 
     def add_dir(self, folder: Path) -> None:
@@ -866,68 +508,11 @@ class Session:
         return await run_user_command(self, command)
 
     def take_steering(self) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:
-        taken, self._steering = self._steering, []
-        self._steered.extend(taken)
-        return [(item.text, item.message_id, item.attachments) for item in taken]
-
-    async def _run_queue(self) -> None:
-        while self._queue:
-            item = self._queue.popleft()
-            future = item.future
-            self._abort_requested = False
-            self._outcome = "in progress"
-            self._save_meta()  # "in progress" on disk, for listings and watchers
-            if self._abort_before_start:
-                self._abort_before_start = False
-                self.emit(AbortData(reason="user_initiated"))
-                await self._finish(LoopOutcome(aborted=True), future)
-                continue
-            if self._storage_error is not None:
-                # Nothing more can be recorded: no model call, no tool, no change.
-                self.emit(self._storage_error)
-                await self._finish(LoopOutcome(error=self._storage_error), future)
-                continue
-            self._current = asyncio.create_task(
-                TurnLoop(self).run(item.text, item.message_id, item.attachments)
-            )
-            try:
-                outcome = await self._current
-            except asyncio.CancelledError:
-                # Cancelled before the loop could catch it (an abort or a failed
-                # write right at the start), or the runner itself is being torn down.
-                if self._storage_error is not None and not self._abort_requested:
-                    self.emit(self._storage_error)
-                    await self._finish(LoopOutcome(error=self._storage_error), future)
-                    continue
-                outcome = LoopOutcome(aborted=True)
-                self.emit(AbortData(reason="user_initiated"))
-                if not self._abort_requested:
-                    await self._finish(outcome, future)
-                    raise
-            await self._finish(outcome, future)
-
-    async def _finish(self, outcome: LoopOutcome, future: asyncio.Future[LoopOutcome]) -> None:
-        self._current = None
-        self._outcome = _outcome_label(outcome)
-        # Steering that came too late for this run goes first in the queue.
-        self._queue.extendleft(reversed(self._steering))
-        self._steering = []
-        if self._writer is not None:
-            await self._writer.drain()
-        self._save_meta()
-        # Idle is always the last event of a send, after the log is on disk.
-        self.emit(SessionIdleData(aborted=True if outcome.aborted else None, mode=self._mode))
-        steered, self._steered = self._steered, []
-        for done in (future, *(item.future for item in steered)):
-            if not done.done():
-                done.set_result(outcome)
+        return self._runner.take_steering()
 
     async def close(self) -> None:
         """Finish writing and release the log. Aborts a loop still running."""
-        self.abort()
-        if self._runner is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._runner
+        await self._runner.stop()
         try:
             # A summary still being made ends now, recorded as failed, before the log closes.
             await self.context.close()
@@ -949,49 +534,12 @@ class Session:
 
     # --- bookkeeping ---------------------------------------------------------
 
-    def _context(self) -> WorkingDirectoryContext:
-        return WorkingDirectoryContext(cwd=str(self.cwd), branch=git_branch(self.cwd))
-
     def _save_meta(self) -> None:
-        if self.store is None:
-            return
-        totals = self.usage.totals()
-        meta: dict[str, Any] = {
-            "id": self.id,
-            "cwd": str(self.cwd),
-            "model": self.model.name,
-            "mode": self._mode,
-            "startedAt": self._started_at,
-            "updatedAt": now_iso(),
-            "turns": self._turns,
-            "firstPrompt": self._first_prompt,
-            "title": self.title,
-            "toolCalls": self._tool_calls,
-            "inputTokens": totals.input_tokens,
-            "outputTokens": totals.output_tokens,
-            "cost": totals.cost,
-            "outcome": self._outcome,
-            "producer": "loopdeck",
-            "pid": os.getpid(),  # lets a listing tell "in progress" from "crashed"
-            "platform": platform.system(),
-        }
-        if self._forked_from is not None:
-            meta["forkedFrom"] = self._forked_from
-        try:
-            self.store.write_meta(self.id, meta)
-        except OSError as exc:
-            log.warning("could not write session metadata: %s", exc)
+        save_meta(self)
+
+    def _context(self) -> WorkingDirectoryContext:
+        return working_context(self)
 
 
 def _default_registry(mode: Mode) -> ToolRegistry:
     return default_tools(autopilot=mode == "autopilot")
-
-
-def _outcome_label(outcome: LoopOutcome) -> str:
-    if outcome.aborted:
-        return "aborted"
-    if outcome.error is not None:
-        return "error"
-    if outcome.stopped_at_cap:
-        return "stopped"
-    return "completed"
