@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.compaction import CompactionSettings, settings_from, summary_request
+from agent.compaction import CompactionSettings, settings_from
 from agent.context_window import (
     UNCALIBRATED_MARGIN,
     ContextLimits,
@@ -35,6 +35,7 @@ from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, Stream
 from agent.models.scripted import Script, ScriptedModel
 from agent.session import Session
 from agent.store import SessionStore, read_events
+from agent.summary_request import summary_request
 from tests.scripting import FakeCountingModel, new_session, scripted
 
 WINDOW = 8_000  # tokens: the system prompt and tools take ~2,500; a dozen reads fill the rest

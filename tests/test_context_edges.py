@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent.compaction import SUMMARY_SYSTEM, CompactionSettings
+from agent.compaction import CompactionSettings
 from agent.context_window import ContextLimits
 from agent.history import SUMMARY_PREFIX, History
 from agent.models.base import COMPACTION_CALL
@@ -21,6 +21,7 @@ from agent.models.litellm_import import import_litellm
 from agent.models.scripted import Script, ScriptedModel
 from agent.models.select import read_config_file
 from agent.session import Session
+from agent.summary_request import SUMMARY_SYSTEM
 from app.cli import build_parser
 from app.model_setup import context_settings
 from tests.scripting import FakeCountingModel, FakeRecorder, new_session
