@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent.compaction import CompactionSettings
-from agent.context_window import ContextLimits
+from agent.context_window import ContextLimits, refused_prompt_tokens
 from agent.history import SUMMARY_PREFIX, History
 from agent.models.base import COMPACTION_CALL
 from agent.models.litellm_client import LiteLLMModel
@@ -332,3 +332,17 @@ async def test_a_failing_summarizer_is_not_asked_again_at_every_call(tmp_path: P
     assert done is not None and not done.success
     assert model.call_indexes.count(COMPACTION_CALL) == before + 1
     await session.close()
+
+
+def test_the_size_a_refusal_names_is_read() -> None:
+    openai = (
+        "maximum context length is 8192 tokens. However, your messages resulted in 9,001 tokens"
+    )
+    assert refused_prompt_tokens(openai) == 9_001
+    anthropic = "prompt is too long: 208310 tokens > 200000 maximum"
+    assert refused_prompt_tokens(anthropic) == 208_310
+    vllm = "you requested 9000 tokens (8000 in the messages, 1000 in the completion)"
+    assert refused_prompt_tokens(vllm) == 8_000
+    llama = '{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":4500,"n_ctx":4096}'
+    assert refused_prompt_tokens(llama) == 4_500
+    assert refused_prompt_tokens("the request exceeds the available context size") is None
