@@ -66,9 +66,8 @@ from agent.events import (
     ToolRequest,
     UserMessageData,
     WorkingDirectoryContext,
-    is_event_id,
-    now_iso,
 )
+from agent.events_base import is_event_id, now_iso
 from agent.history import History
 from agent.hooks import LoopHooks
 from agent.log_writer import LogWriteError, SessionWriter
