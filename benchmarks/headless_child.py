@@ -20,11 +20,47 @@ HEADLESS_CHILD = r"""
 import json, sys, time
 _t_code = time.monotonic()
 _p = json.loads(sys.argv[1])
-from textual.app import App
-from textual._compositor import CompositorUpdate
 _marks = {"code": _t_code}
-_orig_display = App._display
-_orig_run = App.run
+
+# What the child patches, it patches when the app imports it: importing Textual or a
+# widget here, before the app's own main, would time a different start-up (the app
+# overlaps its imports with reading a log's tail in a thread).
+import importlib.abc, importlib.util
+
+class _OnImport(importlib.abc.MetaPathFinder):
+    hooks = {}
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.hooks:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, then = spec.loader.exec_module, self.hooks.pop(name)
+        def patched(module):
+            exec_module(module)
+            then(module)
+        spec.loader.exec_module = patched
+        return spec
+
+sys.meta_path.insert(0, _OnImport())
+
+def _cpu():
+    # CPU seconds of the child and of the processes it waited for (resume counts a
+    # log's turns with ripgrep): what the work cost, however it was spread.
+    import resource
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+def _when_imported(name, then):
+    # then(module) once the module is imported (now, if it already is).
+    if name in sys.modules:
+        then(sys.modules[name])
+    else:
+        _OnImport.hooks[name] = then
 
 def _display(self, screen, renderable):
     shown = renderable is not None and not self._batch_count
@@ -57,17 +93,25 @@ def _timed(owner, name, key):
         return out
     setattr(owner, name, classmethod(timed) if isinstance(raw, classmethod) else timed)
 
+def _patch_app(module):
+    global App, CompositorUpdate, _orig_display, _orig_run
+    App = module.App
+    _orig_display, _orig_run = App._display, App.run
+    App._display = _display
+    App.run = _run
+    from textual._compositor import CompositorUpdate
+
 def _run_app(setup):
     import os, threading
     watchdog = threading.Timer(_p["timeout"], lambda: os._exit(3))
     watchdog.daemon = True
     watchdog.start()
-    App._display = _display
-    App.run = _run
+    _when_imported("textual.app", _patch_app)
     # With App.run forced headless no terminal is needed: loopdeck's own check stands down.
     import app.cli as cli
     cli.need_terminal = lambda prog, instead: True
     if _p["variant"] == "bare-textual":
+        from textual.app import App
         from textual.widgets import Static
         class Bare(App):
             def compose(self):

@@ -297,7 +297,7 @@ def _on_frame(self, now):
         self._bench_probe = asyncio.get_running_loop().create_task(_probe())
     if "load_end" in _marks and "loaded_frame" not in _marks:
         _marks["loaded_frame"] = now
-        _marks["cpu_tail"] = time.process_time()
+        _marks["cpu_tail"] = _cpu()
         _marks["rss_kib"] = _status("VmRSS")
         _marks["hwm_kib"] = _status("VmHWM")
         _marks["max_stall"] = max(_lags, default=0.0)
@@ -308,7 +308,7 @@ def _on_frame(self, now):
     # the tail may be drawn before (tail first), never after.
     if "loaded_frame" in _marks and "ready" not in _marks and self.__dict__.get("session"):
         _marks["ready"] = now
-        _marks["cpu_ready"] = time.process_time()
+        _marks["cpu_ready"] = _cpu()
         _marks["ready_rss_kib"] = _status("VmRSS")
         _marks["ready_hwm_kib"] = _status("VmHWM")
         _marks["ready_stall"] = max(_lags, default=0.0)
@@ -316,8 +316,7 @@ def _on_frame(self, now):
         self.call_later(self.exit)
 
 def _setup():
-    import widgets.timeline
-    _timed(widgets.timeline.Timeline, "load", "load")
+    _when_imported("widgets.timeline", lambda m: _timed(m.Timeline, "load", "load"))
 
 _run_app(_setup)
 # Where the main thread was during each stall: its most sampled frames.

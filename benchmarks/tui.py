@@ -985,8 +985,7 @@ def _on_frame(self, now):
         self.call_later(quit if quit is not None else self.exit)
 
 def _setup():
-    import widgets.timeline
-    _timed(widgets.timeline.Timeline, "load", "load")
+    _when_imported("widgets.timeline", lambda m: _timed(m.Timeline, "load", "load"))
 
 _run_app(_setup)
 print("\n@@TUI-BENCH-RESULT@@ " + json.dumps(_marks))
