@@ -25,9 +25,9 @@ _marks = {"code": _t_code}
 # What the child patches, it patches when the app imports it: importing Textual or a
 # widget here, before the app's own main, would time a different start-up (the app
 # overlaps its imports with reading a log's tail in a thread).
-import importlib.abc, importlib.util
+import importlib.util
 
-class _OnImport(importlib.abc.MetaPathFinder):
+class _OnImport:  # a meta path finder (importlib.abc costs ~20 ms to import)
     hooks = {}
     def find_spec(self, name, path=None, target=None):
         if name not in self.hooks:
