@@ -32,8 +32,8 @@ from agent.events import (
     SessionStartData,
     SessionWarningData,
     WorkingDirectoryContext,
-    now_iso,
 )
+from agent.events_base import now_iso
 from agent.store import EVENTS_FILE, SessionStore, make_private_dirs
 
 # The producer names loopdeck shows for an origin's ``session.start`` producer.

@@ -19,7 +19,6 @@ from agent.events import (
     ToolUserRequestedData,
     UserMessageData,
 )
-from agent.shell_escape import shell_context
 
 # Opens the history when its oldest turns were dropped without a summary.
 DROPPED_NOTE = (
@@ -55,6 +54,18 @@ def _over(content: str, cap: int) -> bool:
     if len(content) > cap:
         return True
     return not content.isascii() and len(content.encode("utf-8", "surrogatepass")) > cap
+
+
+def shell_context(arguments: Any, done: ToolExecutionCompleteData) -> str:
+    """What the model reads of a command the user ran: it was the user's, not its own."""
+    command = arguments.get("command", "") if isinstance(arguments, dict) else str(arguments)
+    if done.success and done.result is not None:
+        output = done.result.content
+    elif done.error is not None:
+        output = f"Error: {done.error.message}"
+    else:
+        output = done.result.content if done.result is not None else "(no output)"
+    return f"The user ran a shell command themselves:\n$ {command}\n{output}"
 
 
 def adds_message(event: Event) -> bool:

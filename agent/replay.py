@@ -17,10 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent.events import Event, EventParseError, event_from_json
 from agent.store import EVENTS_FILE, unreadable_row
 from agent.store import copilot_home as copilot_home  # its home was here once
+
+if TYPE_CHECKING:
+    from agent.events import Event
 
 _TYPE = re.compile(rb'"type"\s*:\s*"([^"]+)"')
 _TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]+)"')
@@ -171,6 +174,10 @@ class EventIndex:
     def read_slots(self, start: int, stop: int) -> list[Event | None]:
         """Lines ``start:stop``, one slot per indexed line (None where it is corrupt),
         so positions keep matching the index."""
+        # The event models load here, not with the index: resume starts reading a
+        # log's tail before they are needed.
+        from agent.events import EventParseError, event_from_json
+
         stop = min(stop, len(self.offsets))
         if start >= stop:
             return []

@@ -42,8 +42,8 @@ from agent.events import (
     SessionTitleChangedData,
     ToolRequest,
     WorkingDirectoryContext,
-    now_iso,
 )
+from agent.events_base import now_iso
 from agent.history import History
 from agent.hooks import LoopHooks
 from agent.log_writer import LogWriteError, SessionWriter

@@ -33,9 +33,8 @@ from agent.events import (
     ToolErrorPayload,
     ToolExecutionCompleteData,
     WorkingDirectoryContext,
-    is_event_id,
-    now_iso,
 )
+from agent.events_base import is_event_id, now_iso
 from agent.models.base import ModelClient
 from agent.permissions import PermissionPolicy
 from agent.prompt import git_branch

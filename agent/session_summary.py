@@ -136,7 +136,7 @@ def summarize_events(
 # --- whether the model would accept a line's data ------------------------------------
 
 # The fields each model declares, by name: (its annotation, as written in
-# agent/events.py or agent/stream_fold.py; whether it is required). A test holds
+# agent/events_*.py or agent/stream_fold.py; whether it is required). A test holds
 # these to the models.
 Shape = dict[str, tuple[str, bool]]
 
@@ -242,7 +242,7 @@ NESTED: dict[str, Shape] = {
     },
 }
 
-# The Literal aliases of agent/events.py.
+# The Literal aliases of the event models (agent/events_*.py).
 LITERALS: dict[str, frozenset[str]] = {
     "Mode": frozenset({"interactive", "autopilot", "plan"}),
     "AgentMode": frozenset({"interactive", "autopilot", "plan", "shell"}),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent.events import (
     ToolErrorPayload,
@@ -37,18 +37,6 @@ def parse(text: str) -> str | None:
     if not text.startswith("!"):
         return None
     return text[1:].strip()
-
-
-def shell_context(arguments: Any, done: ToolExecutionCompleteData) -> str:
-    """What the model reads of a command the user ran: it was the user's, not its own."""
-    command = arguments.get("command", "") if isinstance(arguments, dict) else str(arguments)
-    if done.success and done.result is not None:
-        output = done.result.content
-    elif done.error is not None:
-        output = f"Error: {done.error.message}"
-    else:
-        output = done.result.content if done.result is not None else "(no output)"
-    return f"The user ran a shell command themselves:\n$ {command}\n{output}"
 
 
 async def run_user_command(session: Session, command: str) -> ToolResult:

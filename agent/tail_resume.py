@@ -27,6 +27,13 @@ from agent.events import (
     event_from_json,
 )
 from agent.history import adds_message
+from agent.line_heads import (
+    LINE_HEAD,
+    RipgrepCount,
+    count_before,
+    last_before,
+    start_count,
+)
 from agent.replay import EventIndex
 
 TAIL_TURNS = 20  # turns the timeline is given on resume (a few screens); earlier ones on demand
@@ -269,9 +276,7 @@ def _first_prompt(index: EventIndex, tries: int = 20) -> str:
 
 # --- the tail before the session opens ---------------------------------------------
 
-_LINE_HEAD = b'{"type":"'  # how writers start a line (the type first): counted without parsing
 _TAIL_WINDOW = 1 << 20  # bytes read back from the end at first; grown until the tail fits
-_COUNT_CHUNK = 4 << 20  # bytes read at a time while counting the lines before the window
 
 
 @dataclass(slots=True)
@@ -294,11 +299,15 @@ class TailPreview:
         return index.offsets[self.tail_start] if self.tail_start < len(index) else index.size
 
 
-def read_tail(path: Path, tail_turns: int | None = None) -> TailPreview:
+def read_tail(
+    path: Path, tail_turns: int | None = None, turn_count: RipgrepCount | None = None
+) -> TailPreview:
     """The last ``tail_turns`` turns of ``path``, read back from its end a window at a
     time (blocking: call it in a thread). Only the lines before the window are not
     indexed: the turns among them are counted by their line's head (every writer puts
-    the type first; a log that does not is indexed whole instead)."""
+    the type first; a log that does not is indexed whole instead). ``turn_count``:
+    ripgrep already counting the log's turns (started before this was called, so it
+    ran meanwhile); stopped when not needed."""
     tail_turns = TAIL_TURNS if tail_turns is None else tail_turns
     nbytes = _TAIL_WINDOW
     while True:
@@ -322,9 +331,11 @@ def read_tail(path: Path, tail_turns: int | None = None) -> TailPreview:
     usage_offset = index.offsets[usage_at] if usage_at >= 0 else -1
     if index.start > 0:
         head = _HeadCounter(index)
-        turns_before += head.count(b"assistant.turn_start")
+        turns_before += head.turns(turn_count)
         if usage_at < 0:
-            usage_offset = head.last(b"session.usage_checkpoint")
+            usage_offset = head.last("session.usage_checkpoint")
+    elif turn_count is not None:
+        turn_count.cancel()
     usage = _event_at(index.path, usage_offset) if usage_offset >= 0 else None
     return TailPreview(index, tail_start, events, turns_before, usage, usage_offset)
 
@@ -338,56 +349,30 @@ class _HeadCounter:
         if not _uniform(tail):
             self._whole = tail.head()  # an unusual writer: index the head line by line
 
-    def count(self, etype: bytes) -> int:
+    def turns(self, counting: RipgrepCount | None) -> int:
+        """The turns before the window: by ripgrep when it is there (the whole log's
+        count less the window's), in this process otherwise."""
+        etype = "assistant.turn_start"
         if self._whole is not None:
-            name = etype.decode()
-            return sum(1 for t in self._whole.types if t == name)
-        needle = b"\n" + _LINE_HEAD + etype + b'"'
-        # Read (the copy runs without the GIL) and counted a chunk at a time: a mapping
-        # would fault every page of a log of hundreds of MB in one by one.
-        keep = len(needle) - 1
-        chunk = bytearray(_COUNT_CHUNK + keep)
-        view = memoryview(chunk)
-        stop = self.tail.start
-        with self.tail.path.open("rb", buffering=0) as fh:
-            first = fh.read(keep)
-            found = 1 if first == needle[1:] else 0
-            fh.seek(0)
-            filled, done = 0, 0
-            while done < stop:
-                got = fh.readinto(view[filled : min(len(chunk), filled + stop - done)])
-                if not got:
-                    break
-                filled += got
-                done += got
-                if filled == len(chunk) or done >= stop:
-                    found += chunk.count(needle, 0, filled)
-                    # The last bytes again at the start: a needle across the seam.
-                    view[:keep] = view[filled - keep : filled]
-                    filled = keep
-        return found
+            if counting is not None:
+                counting.cancel()
+            return sum(1 for t in self._whole.types if t == etype)
+        if counting is None:
+            counting = start_count(self.tail.path, etype, self.tail.start)
+        total = counting.total() if counting is not None else None
+        if total is None:
+            return count_before(self.tail.path, etype, self.tail.start)
+        # The log may have grown since the window was read: then the count is off and
+        # the session, which reads the log again, draws the timeline anew.
+        return total - sum(1 for t in self.tail.types if t == etype)
 
-    def last(self, etype: bytes) -> int:
+    def last(self, etype: str) -> int:
         """The byte offset of the last line of ``etype`` before the window (-1: none)."""
         if self._whole is not None:
-            name = etype.decode()
             whole = self._whole
-            at = next((i for i in range(len(whole) - 1, -1, -1) if whole.types[i] == name), -1)
+            at = next((i for i in range(len(whole) - 1, -1, -1) if whole.types[i] == etype), -1)
             return whole.offsets[at] if at >= 0 else -1
-        needle = b"\n" + _LINE_HEAD + etype + b'"'
-        with self.tail.path.open("rb") as fh:
-            # Back from the window a chunk at a time; chunks overlap by a needle.
-            stop = self.tail.start
-            while stop > 0:
-                begin = max(0, stop - _COUNT_CHUNK)
-                fh.seek(begin)
-                data = fh.read(min(stop + len(needle) - 1, self.tail.start) - begin)
-                at = data.rfind(needle)
-                if at >= 0:
-                    return begin + at + 1
-                stop = begin
-            fh.seek(0)
-            return 0 if fh.read(len(needle) - 1) == needle[1:] else -1
+        return last_before(self.tail.path, etype, self.tail.start)
 
 
 def _uniform(index: EventIndex) -> bool:
@@ -395,10 +380,10 @@ def _uniform(index: EventIndex) -> bool:
     (only each line's first bytes are read: a window of huge lines is not held)."""
     if not len(index):
         return False
-    head = len(_LINE_HEAD)
+    head = len(LINE_HEAD)
     with index.path.open("rb", buffering=0) as fh:
         fd = fh.fileno()
-        return all(os.pread(fd, head, offset) == _LINE_HEAD for offset in index.offsets)
+        return all(os.pread(fd, head, offset) == LINE_HEAD for offset in index.offsets)
 
 
 def _event_at(path: Path, offset: int) -> Event | None:

@@ -132,9 +132,14 @@ def start_tail(args: argparse.Namespace, cwd: Path) -> Future[TailPreview] | Non
 
     def read() -> None:
         try:
+            from agent.line_heads import start_count
+
+            # A long log's turns before its tail are counted by ripgrep, in its own
+            # process, while this thread loads what reads the tail.
+            turn_count = start_count(path, "assistant.turn_start")
             from agent.tail_resume import read_tail
 
-            preview = read_tail(path)
+            preview = read_tail(path, turn_count=turn_count)
             # The tail's replies are drawn with Markdown next: loaded (and its parser
             # built once) here, before the tail is handed over. Loaded after, the
             # app's first paint waited on this import's lock: a 40-70 ms stall.

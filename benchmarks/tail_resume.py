@@ -45,7 +45,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import HEADLESS_CHILD_HEAD, HEADLESS_CHILD_RUN, ROOT, machine
+from benchmarks.headless_child import HEADLESS_CHILD
+from benchmarks.machine import ROOT, machine
 from benchmarks.replay_load import run_cold
 
 RESULT_MARK = "@@TAIL-RESUME-RESULT@@ "
@@ -250,7 +251,7 @@ def _check_parser(path: Path) -> None:
 # --- the resume child ----------------------------------------------------------------
 
 RESUME_CHILD = (
-    HEADLESS_CHILD_HEAD
+    HEADLESS_CHILD
     + r"""
 import asyncio
 _lags = []
@@ -291,20 +292,12 @@ async def _probe():
         if _lags[-1] > 0.05:
             _stalls.append((t, time.monotonic()))
 
-def _display(self, screen, renderable):
-    shown = renderable is not None and not self._batch_count
-    if shown and _p["encode"] and self.is_headless and isinstance(renderable, CompositorUpdate):
-        renderable.render_segments(self.console)
-    _orig_display(self, screen, renderable)
-    if not shown:
-        return
-    now = time.monotonic()
-    if "first_frame" not in _marks:
-        _marks["first_frame"] = now
+def _on_frame(self, now):
+    if "_bench_probe" not in self.__dict__:
         self._bench_probe = asyncio.get_running_loop().create_task(_probe())
     if "load_end" in _marks and "loaded_frame" not in _marks:
         _marks["loaded_frame"] = now
-        _marks["cpu_tail"] = time.process_time()
+        _marks["cpu_tail"] = _cpu()
         _marks["rss_kib"] = _status("VmRSS")
         _marks["hwm_kib"] = _status("VmHWM")
         _marks["max_stall"] = max(_lags, default=0.0)
@@ -315,26 +308,17 @@ def _display(self, screen, renderable):
     # the tail may be drawn before (tail first), never after.
     if "loaded_frame" in _marks and "ready" not in _marks and self.__dict__.get("session"):
         _marks["ready"] = now
-        _marks["cpu_ready"] = time.process_time()
+        _marks["cpu_ready"] = _cpu()
         _marks["ready_rss_kib"] = _status("VmRSS")
         _marks["ready_hwm_kib"] = _status("VmHWM")
         _marks["ready_stall"] = max(_lags, default=0.0)
         _marks["ready_turns"] = self.timeline.transcript.turns
         self.call_later(self.exit)
 
-"""
-    + HEADLESS_CHILD_RUN
-    + r"""    import widgets.timeline as _tl
-    _orig_load = _tl.Timeline.load
-    def _load(self, events, **kw):
-        _marks["load_start"] = time.monotonic()
-        out = _orig_load(self, events, **kw)
-        _marks["load_end"] = time.monotonic()
-        return out
-    _tl.Timeline.load = _load
-    from app.cli import main
-    main(_p["argv"])
-_marks["end"] = time.monotonic()
+def _setup():
+    _when_imported("widgets.timeline", lambda m: _timed(m.Timeline, "load", "load"))
+
+_run_app(_setup)
 # Where the main thread was during each stall: its most sampled frames.
 _marks["stall_stacks"] = []
 for _a, _b in _stalls:

@@ -73,7 +73,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import HEADLESS_CHILD_HEAD, HEADLESS_CHILD_RUN
+from benchmarks.headless_child import HEADLESS_CHILD
 from benchmarks.machine import machine as shared_machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -953,7 +953,7 @@ def child_main(name: str, params_json: str) -> int:
 # Runs as ``python -c``: nothing from benchmarks/ is imported, so nothing but the app
 # is timed. argv[1]: a JSON object {variant, argv, size, encode, timeout}.
 FIRST_FRAME_CHILD = (
-    HEADLESS_CHILD_HEAD
+    HEADLESS_CHILD
     + r"""
 def _settled(app):
     from widgets.timeline import LoadEarlier
@@ -965,18 +965,7 @@ def _settled(app):
         v.is_mounted and all(c.is_mounted for c in v.query("*")) for v in views
     )
 
-def _display(self, screen, renderable):
-    shown = renderable is not None and not self._batch_count
-    if shown and _p["encode"] and self.is_headless and isinstance(renderable, CompositorUpdate):
-        renderable.render_segments(self.console)
-    _orig_display(self, screen, renderable)
-    if not shown:
-        return
-    now = time.monotonic()
-    if "first_frame" not in _marks:
-        _marks["first_frame"] = now
-        _marks["litellm_loaded"] = any(m.split(".")[0] == "litellm" for m in sys.modules)
-        _marks["modules"] = len(sys.modules)
+def _on_frame(self, now):
     done = True
     if _p["variant"] != "bare-textual":
         if getattr(self, "session", None) is not None and "ready" not in _marks:
@@ -995,18 +984,10 @@ def _display(self, screen, renderable):
         quit = getattr(self, "action_quit", None)
         self.call_later(quit if quit is not None else self.exit)
 
-"""
-    + HEADLESS_CHILD_RUN
-    + r"""    import widgets.timeline as _tl
-    _orig_load = _tl.Timeline.load
-    def _load(self, events):
-        _marks["load_start"] = time.monotonic()
-        _orig_load(self, events)
-        _marks["load_end"] = time.monotonic()
-    _tl.Timeline.load = _load
-    from app.cli import main
-    main(_p["argv"])
-_marks["end"] = time.monotonic()
+def _setup():
+    _when_imported("widgets.timeline", lambda m: _timed(m.Timeline, "load", "load"))
+
+_run_app(_setup)
 print("\n@@TUI-BENCH-RESULT@@ " + json.dumps(_marks))
 """
 )

@@ -8,7 +8,8 @@ import uuid
 from datetime import UTC, datetime
 
 from agent.blocks import parse_timestamp
-from agent.events import Event, SessionIdleData, new_event_id, now_iso
+from agent.events import Event, SessionIdleData
+from agent.events_base import new_event_id, now_iso
 
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 

@@ -53,7 +53,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.blocks import NoticeBlock
-from agent.events import DATA_TYPES, event_from_json, is_event_id
+from agent.events import DATA_TYPES, event_from_json
+from agent.events_base import is_event_id
 from agent.replay import EventIndex, LogFollower, pacing
 from agent.session import Session
 from agent.store import SessionStore

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from copilot.generated.session_events import session_event_from_dict
 
-from agent.events import EventParseError, SessionWarningData, event_from_json, is_event_id
+from agent.events import EventParseError, SessionWarningData, event_from_json
+from agent.events_base import is_event_id
 from agent.replay import EventIndex, LogFollower
 from agent.store import SessionStore, read_events
 from app.viewer import ViewerApp, WatchScreen

@@ -26,7 +26,7 @@ REAL = Path(__file__).parent / "fixtures" / "copilot-real"
 REAL_LOGS = sorted(REAL.glob("*/events.jsonl"))
 ROOT = Path(__file__).parent.parent
 # What a listing does without: the event models (pydantic), and asyncio (the writer's).
-HEAVY = ("agent.events", "pydantic", "asyncio")
+HEAVY = ("agent.events", "agent.events_base", "pydantic", "asyncio")
 
 
 def store_of(tmp_path: Path, *logs: Path) -> SessionStore:

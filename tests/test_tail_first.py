@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from concurrent.futures import Future
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+import agent.line_heads
 import agent.tail_resume
 from agent.events import AssistantUsageData, Event
 from agent.replay import EventIndex
+from agent.ripgrep import find_rg
 from agent.session import Session
 from agent.store import SessionStore
 from agent.tail_resume import TailPreview, plan_resume, read_tail
@@ -56,22 +59,50 @@ def _seen(preview: TailPreview) -> tuple[int, int, int, int]:
     return (preview.offset, preview.turns_before, preview.usage_offset, len(preview.events))
 
 
+def count_by(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Count the lines before a tail in this process, or by ripgrep however short."""
+    if how == "ripgrep":
+        if find_rg() is None:
+            pytest.skip("ripgrep (rg) is not installed")
+        monkeypatch.setattr(agent.line_heads, "RG_MIN_BYTES", 0)
+    else:
+        monkeypatch.setattr(agent.line_heads, "find_rg", lambda: None)
+
+
+@pytest.mark.parametrize("how", ["here", "ripgrep"])
 @pytest.mark.parametrize("tail_turns", [1, 3, 8, 12, 40])
 async def test_the_tail_read_back_from_the_end_is_the_tail_of_the_whole_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail_turns: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail_turns: int, how: str
 ) -> None:
     store, sid = await _log(tmp_path, 12)
     path = store.events_path(sid)
+    count_by(how, monkeypatch)
     # Tiny windows and chunks: the window grows back several times, and lines (and
     # the type a count looks for) span the chunks they are counted in.
     monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
-    monkeypatch.setattr(agent.tail_resume, "_COUNT_CHUNK", 37)
+    monkeypatch.setattr(agent.line_heads, "COUNT_CHUNK", 37)
     preview = read_tail(path, tail_turns)
     assert _seen(preview) == _whole(path, tail_turns)
     if tail_turns <= 3:
         assert preview.index.start > 0  # only the end was indexed
     numbers = [e.data.turn_id for e in preview.events if e.type == "assistant.turn_start"]
     assert len(numbers) == min(tail_turns, 13)
+
+
+async def test_when_ripgrep_fails_the_turns_are_counted_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, sid = await _log(tmp_path, 12)
+    path = store.events_path(sid)
+    fake = tmp_path / "fake-rg"
+    fake.write_text(f"#!{sys.executable}\nimport sys\nprint('999')\nsys.exit(2)\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(agent.line_heads, "find_rg", lambda: str(fake))
+    monkeypatch.setattr(agent.line_heads, "RG_MIN_BYTES", 0)
+    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
+    preview = read_tail(path, 2)
+    assert preview.index.start > 0
+    assert _seen(preview) == _whole(path, 2)
 
 
 async def test_a_log_whose_lines_do_not_start_with_their_type_is_counted_whole(
@@ -85,7 +116,7 @@ async def test_a_log_whose_lines_do_not_start_with_their_type_is_counted_whole(
         "".join(json.dumps({"id": r["id"], **r}) + "\n" for r in rows), encoding="utf-8"
     )
     monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
-    monkeypatch.setattr(agent.tail_resume, "_COUNT_CHUNK", 37)
+    monkeypatch.setattr(agent.line_heads, "COUNT_CHUNK", 37)
     preview = read_tail(path, 3)
     assert preview.index.start > 0
     assert _seen(preview) == _whole(path, 3)
@@ -105,7 +136,7 @@ async def test_a_usage_checkpoint_far_before_the_window_is_found_back_across_chu
     kept = [*lines[:first], Event.new(ledger.checkpoint(), None).to_json() + "\n", *lines[first:]]
     path.write_text("".join(kept), encoding="utf-8")
     monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
-    monkeypatch.setattr(agent.tail_resume, "_COUNT_CHUNK", 53)
+    monkeypatch.setattr(agent.line_heads, "COUNT_CHUNK", 53)
     preview = read_tail(path, 2)
     assert preview.usage_offset == sum(len(line.encode()) for line in kept[:first])
     assert preview.usage is not None and preview.usage.type == "session.usage_checkpoint"

