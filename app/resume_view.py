@@ -45,10 +45,7 @@ _ID_SPAN = 10_000_000
 def counts_before(index: EventIndex, position: int) -> Counts:
     from agent.tail_resume import Counts
 
-    counts = Counts()
-    for etype in index.types[:position]:
-        counts.add(etype)
-    return counts
+    return Counts.of(index.types[:position])
 
 
 def seed_timeline(timeline: Timeline, session: Session) -> None:
