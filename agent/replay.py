@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent.line_heads import LINE_HEAD
 from agent.store import EVENTS_FILE, unreadable_row
 from agent.store import copilot_home as copilot_home  # its home was here once
 
@@ -124,22 +125,29 @@ class EventIndex:
         (lines added, file offset after the last whole line, its index in ``buf``)."""
         find, search = buf.find, _TYPE.search
         offsets, types, turn_starts = self.offsets, self.types, self.turn_starts
+        head, after = LINE_HEAD, len(LINE_HEAD)
         added = 0
         while True:
             end = find(b"\n", start)
             if end < 0:
                 break  # the rest: a line still being written, or one the next chunk ends
-            # Writers put ``type`` first and ``timestamp`` after ``data``, which is
+            # Writers put ``type`` first (as loopdeck and Copilot write it, the line
+            # starts with it: read it there) and ``timestamp`` after ``data``, which is
             # most of a long line: look at the head, then (rarely) the whole line.
-            found = search(buf, start, min(end, start + _HEAD)) or search(buf, start, end)
-            if found is None and not buf[start:end].strip():
-                start = end + 1
-                continue  # a blank line
-            if found is not None:
-                name = found.group(1)
+            quote = find(b'"', start + after, end) if buf[start : start + after] == head else -1
+            if quote > start + after:
+                name = buf[start + after : quote]
                 etype = _TYPE_NAMES.get(name) or _type_name(name)
             else:
-                etype = "?"
+                found = search(buf, start, min(end, start + _HEAD)) or search(buf, start, end)
+                if found is None and not buf[start:end].strip():
+                    start = end + 1
+                    continue  # a blank line
+                if found is not None:
+                    name = found.group(1)
+                    etype = _TYPE_NAMES.get(name) or _type_name(name)
+                else:
+                    etype = "?"
             # A sub-agent's turn (its line carries an agentId) is not a turn of the session.
             if etype == "assistant.turn_start" and buf.find(b'"agentId"', start, end) < 0:
                 turn_starts.append(len(offsets))

@@ -16,6 +16,8 @@ Everything here runs off the event loop (the session calls it in a thread).
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,14 +66,18 @@ class Counts:
     model_calls: int = 0
     tool_calls: int = 0
 
-    def add(self, etype: str) -> None:
-        if etype == "assistant.turn_start":
-            self.turns += 1
-            self.model_calls += 1
-        elif etype == "assistant.turn_retry":
-            self.model_calls += 1
-        elif etype == "tool.execution_complete":
-            self.tool_calls += 1
+    @classmethod
+    def of(cls, types: Sequence[str]) -> Counts:
+        counted = Counter(types)  # counted in C: a log's index holds tens of thousands
+        turns, tools = counted["assistant.turn_start"], counted["tool.execution_complete"]
+        return cls(turns, turns + counted["assistant.turn_retry"], tools)
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.turns + other.turns,
+            self.model_calls + other.model_calls,
+            self.tool_calls + other.tool_calls,
+        )
 
 
 @dataclass(slots=True)
@@ -183,12 +189,8 @@ def plan_resume(path: Path, tail_turns: int | None = None) -> ResumePlan:
     # (the whole log's numbering), and a loop over the whole index on the event loop
     # took 3-16 ms.
     first, last = sorted((fold_start, tail_start))
-    nearer = Counts()
-    for i in range(first):
-        nearer.add(types[i])
-    further = Counts(nearer.turns, nearer.model_calls, nearer.tool_calls)
-    for i in range(first, last):
-        further.add(types[i])
+    nearer = Counts.of(types[:first])
+    further = nearer + Counts.of(types[first:last])
     if fold_start <= tail_start:
         plan.counted, plan.before_tail = nearer, further
     else:
@@ -206,7 +208,9 @@ def plan_resume(path: Path, tail_turns: int | None = None) -> ResumePlan:
 def _state_before(index: EventIndex, stop: int) -> list[Event]:
     """The few events before ``stop`` whose fold still matters, in log order."""
     types = index.types
-    wanted: set[int] = {i for i in range(stop) if types[i] in _STATE_TYPES}
+    wanted: set[int] = set()
+    for etype in _STATE_TYPES:
+        wanted.update(_positions(types, etype, stop))
     last: dict[str, int] = {}
     for i in range(stop - 1, -1, -1):
         etype = types[i]
@@ -243,6 +247,18 @@ def _state_before(index: EventIndex, stop: int) -> list[Event]:
         if found and found[0] is not None:
             events.append(found[0])
     return events
+
+
+def _positions(types: list[str], etype: str, stop: int) -> Iterator[int]:
+    """Where ``etype`` is in ``types[:stop]``: searched in C (``list.index``), as rare
+    types are in a long log's index."""
+    at = -1
+    while True:
+        try:
+            at = types.index(etype, at + 1, stop)
+        except ValueError:
+            return
+        yield at
 
 
 def _todo_call_before(index: EventIndex, position: int) -> int | None:
@@ -320,10 +336,7 @@ def read_tail(
     starts = index.turn_starts
     tail_start = starts[-tail_turns] if len(starts) > tail_turns else 0
     events = index.read(tail_start, len(index))
-    counts = Counts()
-    for etype in index.types[:tail_start]:
-        counts.add(etype)
-    turns_before = counts.turns
+    turns_before = Counts.of(index.types[:tail_start]).turns
     usage_at = next(
         (i for i in range(tail_start - 1, -1, -1) if index.types[i] == "session.usage_checkpoint"),
         -1,

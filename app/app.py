@@ -28,7 +28,7 @@ from agent.store import SessionStore
 from app import commands
 from app.app_setup import exit_on_signals, set_up
 from app.gc_policy import thaw_if_due
-from app.resume_view import draw_tail, mount_rest, show_backlog
+from app.resume_view import Drawn, draw_tail, draw_tail_now, mount_rest, show_backlog
 from app.session_switch import SessionSwitch
 from app.session_switch import StartupError as StartupError  # where openers raise it
 from app.workspace_files import WorkspaceFiles
@@ -148,10 +148,14 @@ class LoopdeckApp(App[int]):
             self.prompt.text = self._prefill
             self.prompt.move_cursor(self.prompt.document.end)
         self.status.note = "starting…"
+        # A resumed log's tail read while the app loaded: drawn in the first frame.
+        drawn = draw_tail_now(self.timeline, self._tail) if self._tail is not None else None
+        if drawn is not None:
+            self._show_preview(drawn[0])
         # Opening the session imports the model client, the loop and its tools: start
         # it once the first frame is on screen, so that frame does not wait for them.
         self.call_after_refresh(
-            lambda: self.run_worker(self._start(), name="open-session", exclusive=True)
+            lambda: self.run_worker(self._start(drawn), name="open-session", exclusive=True)
         )
 
     async def on_unmount(self) -> None:
@@ -161,15 +165,12 @@ class LoopdeckApp(App[int]):
             self._stop_watching()  # the widgets are gone: nothing left to draw on
             await self.session.close()
 
-    async def _start(self) -> None:
-        preview = await draw_tail(self.timeline, self._tail) if self._tail is not None else None
+    async def _start(self, drawn: Drawn | None) -> None:
+        tail = self._tail
+        preview = await draw_tail(self.timeline, tail, drawn) if tail is not None else None
         self._preview = preview
-        if preview is not None:  # the log's own turns and id while its session opens
-            transcript = self.status.transcript = self.timeline.transcript
-            self.status.session_id = preview.index.path.parent.name
-            self.status.model = transcript.selected_model or transcript.model or ""
-            self.status.note = "resuming…"
-            self.status.refresh()
+        if preview is not None and drawn is None:
+            self._show_preview(preview)
         try:
             session = await self._opener()
         except StartupError as exc:
@@ -185,6 +186,14 @@ class LoopdeckApp(App[int]):
             self._show(session)
         if preview is not None:  # the drawn tail's other blocks, above the screen
             self.run_worker(mount_rest(self.timeline), name="tail-rest", group="tail-rest")
+
+    def _show_preview(self, preview: TailPreview) -> None:
+        """The log's own turns and id in the status line while its session opens."""
+        transcript = self.status.transcript = self.timeline.transcript
+        self.status.session_id = preview.index.path.parent.name
+        self.status.model = transcript.selected_model or transcript.model or ""
+        self.status.note = "resuming…"
+        self.status.refresh()
 
     def _show(self, session: Session) -> None:
         """Make ``session`` the app's: its log in the timeline, its events from now on."""

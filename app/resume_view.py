@@ -45,10 +45,7 @@ _ID_SPAN = 10_000_000
 def counts_before(index: EventIndex, position: int) -> Counts:
     from agent.tail_resume import Counts
 
-    counts = Counts()
-    for etype in index.types[:position]:
-        counts.add(etype)
-    return counts
+    return Counts.of(index.types[:position])
 
 
 def seed_timeline(timeline: Timeline, session: Session) -> None:
@@ -84,16 +81,34 @@ def draw_preview(timeline: Timeline, preview: TailPreview) -> AwaitMount | None:
         timeline.max_mounted = cap
 
 
-async def draw_tail(timeline: Timeline, tail: Future[TailPreview]) -> TailPreview | None:
-    """Resume, tail first: the end of the log (read back from its end in a thread since
-    launch) drawn before the session (its model, loop and tools) is open. Returns once
-    its last blocks are on screen (None: it could not be read; the session reads the
-    log again, and says what is wrong)."""
-    try:
-        preview = await asyncio.wrap_future(tail)
-    except Exception:
+Drawn = tuple["TailPreview", AwaitMount | None]  # a tail drawn, and its blocks' mounting
+
+
+def draw_tail_now(timeline: Timeline, tail: Future[TailPreview]) -> Drawn | None:
+    """The tail, drawn at once if it has been read already (while the app loaded):
+    then it is in the app's first frame. None: not read yet, or it could not be."""
+    if not tail.done() or tail.cancelled() or tail.exception() is not None:
         return None
-    mounted = draw_preview(timeline, preview)
+    preview = tail.result()
+    return preview, draw_preview(timeline, preview)
+
+
+async def draw_tail(
+    timeline: Timeline, tail: Future[TailPreview], drawn: Drawn | None = None
+) -> TailPreview | None:
+    """Resume, tail first: the end of the log (read back from its end in a thread since
+    launch) drawn before the session (its model, loop and tools) is open (``drawn``:
+    already, by :func:`draw_tail_now`). Returns once its last blocks are on screen
+    (None: it could not be read; the session reads the log again, and says what is
+    wrong)."""
+    if drawn is None:
+        try:
+            preview = await asyncio.wrap_future(tail)
+        except Exception:
+            return None
+        mounted = draw_preview(timeline, preview)
+    else:
+        preview, mounted = drawn
     while mounted is not None:
         await mounted
         # The session opens once the tail is on screen, not taking turns with it.

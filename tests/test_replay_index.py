@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -161,3 +163,40 @@ def test_index_reads_the_envelopes_own_type_and_timestamp(tmp_path: Path) -> Non
     )
     assert index.types == ["user.message", "tool.execution_complete", "assistant.message_delta"]
     assert index.times == [datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC).timestamp() for s in (1, 2, 3)]
+
+
+_SHAPES = [
+    '{"type":"assistant.turn_start","data":{"turnId":"0"}}',
+    '{"type":"assistant.turn_start","data":{},"agentId":"sub-1"}',
+    '{"type":"user.message","data":{"content":"{\\"type\\":\\"x\\"}"}}',
+    '{"id":"1","type":"tool.execution_complete","data":{}}',  # another writer's order
+    '{ "type" : "session.start", "data": {} }',
+    '{"type":"","data":{"type":"inner"}}',  # an empty type: the next one found is used
+    '{"type":"assistant.tu',  # cut short
+    "",
+    "   ",
+    "not json",
+]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_index_reads_types_as_the_envelope_pattern_does(tmp_path: Path, seed: int) -> None:
+    """Lines that start with their type are read there without the pattern; every
+    other line the pattern reads; both give what the pattern alone gives."""
+    rng = random.Random(seed)
+    lines = [rng.choice(_SHAPES) for _ in range(60)]
+    path = write_log(tmp_path / "events.jsonl", lines)
+    index = EventIndex.build(path)
+    pattern = re.compile(r'"type"\s*:\s*"([^"]+)"')
+    expected: list[tuple[int, str]] = []
+    offset = 0
+    for text in lines:
+        if text.strip():
+            found = pattern.search(text)
+            expected.append((offset, found.group(1) if found else "?"))
+        offset += len(text.encode()) + 1
+    assert list(zip(index.offsets, index.types, strict=True)) == expected
+    # A sub-agent's turn is not a turn of the session.
+    kept = [text for text in lines if text.strip()]
+    turns = [i for i, (_, t) in enumerate(expected) if t == "assistant.turn_start"]
+    assert index.turn_starts == [i for i in turns if "agentId" not in kept[i]]

@@ -10,6 +10,7 @@ import sys
 from concurrent.futures import Future
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -216,6 +217,64 @@ async def test_the_app_draws_the_tail_before_the_session_opens_and_keeps_it(
         assert _turns(app)[:4] == [8, 9, 10, 11]
         ids = [b.block_id for b in transcript.items]
         assert len(set(ids)) == len(ids)
+
+
+def _first_frame_app(opener: object, tail: Future[TailPreview]) -> object:
+    """The app, noting which turns its first frame showed."""
+    from app.app import LoopdeckApp
+
+    class FirstFrame(LoopdeckApp):
+        first_frame: list[int] | None = None
+
+        def _display(self, screen: Any, renderable: Any) -> None:
+            if renderable is not None and self.first_frame is None:
+                self.first_frame = _turns(self)
+            super()._display(screen, renderable)
+
+    return FirstFrame(opener, tail=tail)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("read_before_the_app", [True, False])
+async def test_a_tail_read_while_the_app_loaded_is_in_its_first_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_before_the_app: bool
+) -> None:
+    store, sid = await _log(tmp_path, 6)
+    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+    path = store.events_path(sid)
+    tail: Future[TailPreview] = _future(path) if read_before_the_app else Future()
+    release = asyncio.Event()
+
+    async def reopen() -> Session:
+        await release.wait()
+        return await Session.resume(store=store, session_id=sid, model=scripted([]))
+
+    app: Any = _first_frame_app(reopen, tail)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(_FRAMES):
+            if app.first_frame is not None:
+                break
+            await pilot.pause()
+        if read_before_the_app:
+            assert app.first_frame == [5, 6, 7]
+        else:
+            # Still being read: the first frame comes without it, the tail after.
+            assert app.first_frame == []
+            tail.set_result(read_tail(path))
+            for _ in range(_FRAMES):
+                if _turns(app):
+                    break
+                await pilot.pause()
+            assert _turns(app) == [5, 6, 7]
+        for _ in range(_FRAMES):
+            if "resuming" in str(app.status.render()):
+                break
+            await pilot.pause()
+        assert "resuming…" in str(app.status.render())
+        release.set()
+        while app.session is None:
+            await pilot.pause()
+        await pilot.pause()
+        assert _turns(app) == [5, 6, 7] and app.timeline.transcript.turns == 7
 
 
 async def test_a_log_that_changed_after_its_tail_was_drawn_is_drawn_again(

@@ -259,10 +259,10 @@ async def test_the_plan_counts_what_comes_before_the_tail_and_before_the_fold(
     types = plan.index.types
 
     def counts(stop: int) -> Counts:
-        counted = Counts()
-        for etype in types[:stop]:
-            counted.add(etype)
-        return counted
+        seen = types[:stop]
+        turns = seen.count("assistant.turn_start")
+        retries = seen.count("assistant.turn_retry")
+        return Counts(turns, turns + retries, seen.count("tool.execution_complete"))
 
     assert plan.counted == counts(plan.fold_start)
     assert plan.before_tail == counts(plan.tail_start)
