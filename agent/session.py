@@ -289,7 +289,7 @@ class Session:
 
     async def persist(self) -> None:
         """Make every event so far durable (written and fsynced); see
-        :meth:`agent.loop.TurnLoop._authorized_run`. Raises :class:`LogWriteError`."""
+        :func:`agent.tool_round.authorized_run`. Raises :class:`LogWriteError`."""
         if self._writer is not None:
             await self._writer.sync()
 

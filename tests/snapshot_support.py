@@ -25,7 +25,7 @@ import pytest
 from textual.pilot import Pilot
 
 import agent.events_base
-import agent.loop
+import agent.model_call
 import agent.session
 from agent.events import Mode
 from agent.session import Session
@@ -78,7 +78,7 @@ def pin_determinism(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeClock, FakeUui
     monkeypatch.setattr(agent.session, "now_iso", clock)
     # Only these modules' view of ``uuid`` changes; Textual and the rest keep the real one.
     fake_uuid = types.SimpleNamespace(uuid4=ids, UUID=uuid.UUID)
-    for module in (agent.events_base, agent.session, agent.loop):
+    for module in (agent.events_base, agent.session, agent.model_call):
         monkeypatch.setattr(module, "uuid", fake_uuid)
     return clock, ids
 
