@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -365,7 +366,11 @@ class ContextKeeper:
         history = self.host.history
         ratio = self.meter.ratio  # in the provider's scale, as usage.total is
         before = round(sum(self.meter.message_tokens(m) for m in covered) * ratio)
-        request = summary_request(covered, self.limits.prompt_budget, focus, self.meter.count_text)
+        count = self.meter.count_text
+        # Held within its share of the window as the provider counts it, not as we do.
+        request = summary_request(
+            covered, self.limits.prompt_budget, focus, lambda text: math.ceil(count(text) * ratio)
+        )
         try:
             summary, used = await summarize(self.host.model, request)
         except asyncio.CancelledError:

@@ -24,8 +24,8 @@ from agent.session import Session
 from agent.summary_request import SUMMARY_SYSTEM
 from app.cli import build_parser
 from app.model_setup import context_settings
-from tests.scripting import FakeCountingModel, FakeRecorder, new_session
-from tests.test_compaction import FakeSlowSummaryModel, notes, tool_turn
+from tests.scripting import FakeCountingModel, FakeRecorder, new_session, scripted
+from tests.test_compaction import FakeSlowSummaryModel, notes, request_tokens, tool_turn
 
 WINDOW = 8_000
 
@@ -346,3 +346,26 @@ def test_the_size_a_refusal_names_is_read() -> None:
     llama = '{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":4500,"n_ctx":4096}'
     assert refused_prompt_tokens(llama) == 4_500
     assert refused_prompt_tokens("the request exceeds the available context size") is None
+
+
+# --- sizes in the provider's scale, and results cut for the model ---------------------
+
+
+async def test_the_summary_request_fits_the_window_in_the_providers_scale(
+    tmp_path: Path,
+) -> None:
+    # The provider counts twice what loopdeck does (as a refusal naming the size can
+    # show): the summary's own request must fit the window in its scale too, or it is
+    # refused as well, just when a summary is the way out.
+    model = scripted([{"text": "x" * 40_000}, {"text": "ok"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("write a long text")
+    session.context.meter.ratio = 2.0
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    asked = [m for m, i in zip(model.seen_messages, model.call_indexes, strict=True) if i < 0]
+    assert len(asked) == 1
+    budget = session.context.limits.prompt_budget
+    assert request_tokens(asked[0]) * 2.0 <= budget
+    await session.close()
