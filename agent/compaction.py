@@ -434,17 +434,26 @@ class ContextKeeper:
         target = self.settings.background_threshold * usage.window
         excess = usage.total - target
         messages = history.messages
+        # As sent: a tool result cut for the model frees only what was sent of it.
+        sent = history.for_model()
         start = history.summary_count()
         count = 0
         freed = 0.0
         # Always keep the last message (the prompt or the results the model must read).
         while start + count < len(messages) - 1 and freed < excess:
-            freed += self.meter.message_tokens(messages[start + count]) * self.meter.ratio
+            freed += self.meter.message_tokens(sent[start + count]) * self.meter.ratio
             count += 1
         count = history.clean_cut(start, count)
-        if count == 0:
+        if start + count >= len(messages):
+            # The cut took the last results with their call: the newest exchange stays
+            # whole instead (the model must read what it asked for).
+            keep = len(messages) - 1
+            while keep > start and messages[keep].get("role") == "tool":
+                keep -= 1
+            count = keep - start
+        if count <= 0:
             return
-        dropped = messages[start : start + count]
+        dropped = sent[start : start + count]
         removed = round(sum(self.meter.message_tokens(m) for m in dropped) * self.meter.ratio)
         pre_length = len(messages)
         self.host.emit(

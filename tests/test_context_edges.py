@@ -369,3 +369,47 @@ async def test_the_summary_request_fits_the_window_in_the_providers_scale(
     budget = session.context.limits.prompt_budget
     assert request_tokens(asked[0]) * 2.0 <= budget
     await session.close()
+
+
+async def test_dropping_the_oldest_keeps_the_results_the_model_asked_for(tmp_path: Path) -> None:
+    # The newest exchange is a call with two results: the oldest turns go, never the
+    # results the model must read next (nor the call they answer).
+    notes(tmp_path / "ws", 5_200)  # ~1,300 tokens a read
+    read = {"name": "view", "arguments": {"path": "notes.txt"}}
+    turns = [tool_turn(0), {"text": "two at once", "tool_calls": [read] * 2}]
+    model = scripted([*turns, {"text": "finished"}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished"
+    assert seen.of("session.truncation")
+    last = model.seen_messages[-1]
+    assert [m["role"] for m in last[-3:]] == ["assistant", "tool", "tool"]
+    assert len(last[-3]["tool_calls"]) == 2
+    await session.close()
+
+
+async def test_dropping_the_oldest_counts_cut_results_as_sent(tmp_path: Path) -> None:
+    # A tool result cut for the model (a quarter of the window) frees only what was
+    # sent of it when dropped: the truncation's numbers are those of the request.
+    notes(tmp_path / "ws", 40_000)
+    model = scripted([*(tool_turn(i) for i in range(5)), {"text": "finished"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
+    reported: list[tuple[int, int]] = []  # (after a drop by its numbers, next measured)
+    after: list[int] = []
+
+    def follow(event: Any) -> None:
+        data = event.data
+        if event.type == "session.truncation" and data.messages_removed_during_truncation:
+            after.append(data.post_truncation_tokens_in_messages)
+        elif event.type == "session.usage_info" and after:
+            reported.append((after.pop(), data.conversation_tokens))
+
+    session.subscribe(follow)
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished"
+    assert reported
+    for said, measured in reported:
+        assert said == pytest.approx(measured, abs=50), reported  # the note on top
+    await session.close()
