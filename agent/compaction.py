@@ -306,8 +306,11 @@ class ContextKeeper:
         self._running = (attempt, trigger, usage, focus)
         # What it covers is fixed now: messages added meanwhile stay after the summary.
         covered = self.host.history.messages[:upto]
+        # Its share of the request as sent (a cut tool result counts as cut).
+        sent = self.host.history.for_model()[:upto]
+        raw = sum(self.meter.message_tokens(m) for m in sent)
         self._task = asyncio.create_task(
-            self._compact(covered, usage, trigger, attempt, focus), name="compaction"
+            self._compact(covered, raw, usage, trigger, attempt, focus), name="compaction"
         )
         return True
 
@@ -358,6 +361,7 @@ class ContextKeeper:
     async def _compact(
         self,
         covered: list[dict[str, Any]],
+        covered_tokens: int,
         usage: Usage,
         trigger: CompactionTrigger,
         attempt: str,
@@ -365,7 +369,7 @@ class ContextKeeper:
     ) -> SessionCompactionCompleteData:
         history = self.host.history
         ratio = self.meter.ratio  # in the provider's scale, as usage.total is
-        before = round(sum(self.meter.message_tokens(m) for m in covered) * ratio)
+        before = round(covered_tokens * ratio)
         count = self.meter.count_text
         # Held within its share of the window as the provider counts it, not as we do.
         request = summary_request(

@@ -413,3 +413,22 @@ async def test_dropping_the_oldest_counts_cut_results_as_sent(tmp_path: Path) ->
     for said, measured in reported:
         assert said == pytest.approx(measured, abs=50), reported  # the note on top
     await session.close()
+
+
+async def test_a_summarys_numbers_count_cut_results_as_sent(tmp_path: Path) -> None:
+    # The summary replaces a result that was cut for the model: its before and after
+    # are those of the requests, not of the result's whole size.
+    notes(tmp_path / "ws", 40_000)
+    model = scripted([tool_turn(0), {"text": "read"}, {"text": "ok"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("Read the notes.")
+    await session.send_and_wait("and then?")
+    before = session.context.measure().total
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    assert done.pre_compaction_tokens == before
+    now = session.context.measure().total
+    assert done.post_compaction_tokens == pytest.approx(now, abs=2)
+    assert done.pre_compaction_tokens - done.tokens_removed == pytest.approx(now, abs=2)
+    await session.close()
