@@ -335,6 +335,8 @@ class ContextKeeper:
             kept = sum(self.meter.message_tokens(m) for m in messages[start:limit])
             if kept * self.meter.ratio <= budget:
                 return start
+        if limit <= first or (limit - 1 == first and messages[first].get("role") == "user"):
+            return 0  # the summary alone, or the prompt being answered alone: never those
         return limit
 
     async def compact_now(self, focus: str | None = None) -> SessionCompactionCompleteData | None:

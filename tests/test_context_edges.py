@@ -432,3 +432,31 @@ async def test_a_summarys_numbers_count_cut_results_as_sent(tmp_path: Path) -> N
     assert done.post_compaction_tokens == pytest.approx(now, abs=2)
     assert done.pre_compaction_tokens - done.tokens_removed == pytest.approx(now, abs=2)
     await session.close()
+
+
+# --- nothing older than the newest exchange ----------------------------------------------
+
+
+async def test_the_prompt_is_never_summarised_when_nothing_older_can_be(tmp_path: Path) -> None:
+    # The system prompt and tools fill most of the window: the first prompt is over the
+    # background threshold with nothing before it. It is sent word for word: the
+    # summary must never cover the prompt being answered.
+    model = scripted([{"text": "one"}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=3_000)
+    await session.send_and_wait("hi")
+    assert model.seen_messages[-1][-1]["content"] == "hi"
+    assert COMPACTION_CALL not in model.call_indexes
+    assert not seen.of("session.compaction_start")
+    await session.close()
+
+
+async def test_compact_does_not_summarise_the_summary_alone(tmp_path: Path) -> None:
+    model = scripted([{"text": "first answer"}])
+    session, _ = await new_session(model, tmp_path)
+    await session.send_and_wait("the task")
+    outcomes = [await session.context.compact_now() for _ in range(3)]
+    assert session.history.messages[0]["content"].startswith(SUMMARY_PREFIX)
+    assert len(session.history.messages) == 1
+    assert outcomes[-1] is None  # only the summary is left: nothing to compact
+    await session.close()
