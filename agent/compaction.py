@@ -276,7 +276,28 @@ class ContextKeeper:
             usage = self.measure()
         self._report(usage)
         shrunk = self.meter.last_counted
-        return shrunk is not None and shrunk < refused
+        if shrunk is None or shrunk >= refused:
+            self._warn_fixed_part(usage)
+            return False
+        return True
+
+    def _warn_fixed_part(self, usage: Usage) -> None:
+        """Nothing could be taken out: when the system prompt and the tools alone fill
+        the window, say so (the newest message is not what is too long)."""
+        fixed = usage.system + usage.tools
+        if fixed < usage.window * self.settings.blocking_threshold:
+            return
+        self.host.emit(
+            SessionWarningData(
+                warning_type="context_too_small",
+                message=(
+                    f"the system prompt and the tools' definitions alone take about {fixed:,} "
+                    f"tokens of the {usage.window:,} a request may hold in this context window: "
+                    "give the model server's real window with --context-window "
+                    "(context_window), or use a model with a larger one"
+                ),
+            )
+        )
 
     # --- compaction ---------------------------------------------------------------
 

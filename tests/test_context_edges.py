@@ -460,3 +460,20 @@ async def test_compact_does_not_summarise_the_summary_alone(tmp_path: Path) -> N
     assert len(session.history.messages) == 1
     assert outcomes[-1] is None  # only the summary is left: nothing to compact
     await session.close()
+
+
+async def test_a_window_the_system_prompt_fills_is_named_as_the_cause(
+    tmp_path: Path, acompletion: FakeAcompletion
+) -> None:
+    # Refused with nothing to take out, and the prompt is "hi": what does not fit is
+    # the system prompt and the tools' definitions, and the user is told so.
+    model = LiteLLMModel("openai/local-model", api_base="http://127.0.0.1:9/v1")
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=2_048)
+    acompletion.refuse = [too_long("context_window_exceeded")]
+    outcome = await session.send_and_wait("hi")
+    assert outcome.error is not None and outcome.error.error_type == "context_limit"
+    warnings = [e.data for e in seen.of("session.warning")]
+    said = [w.message for w in warnings if w.warning_type == "context_too_small"]
+    assert len(said) == 1 and "system prompt" in said[0] and "--context-window" in said[0]
+    await session.close()
