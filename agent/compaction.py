@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -275,7 +276,28 @@ class ContextKeeper:
             usage = self.measure()
         self._report(usage)
         shrunk = self.meter.last_counted
-        return shrunk is not None and shrunk < refused
+        if shrunk is None or shrunk >= refused:
+            self._warn_fixed_part(usage)
+            return False
+        return True
+
+    def _warn_fixed_part(self, usage: Usage) -> None:
+        """Nothing could be taken out: when the system prompt and the tools alone fill
+        the window, say so (the newest message is not what is too long)."""
+        fixed = usage.system + usage.tools
+        if fixed < usage.window * self.settings.blocking_threshold:
+            return
+        self.host.emit(
+            SessionWarningData(
+                warning_type="context_too_small",
+                message=(
+                    f"the system prompt and the tools' definitions alone take about {fixed:,} "
+                    f"tokens of the {usage.window:,} a request may hold in this context window: "
+                    "give the model server's real window with --context-window "
+                    "(context_window), or use a model with a larger one"
+                ),
+            )
+        )
 
     # --- compaction ---------------------------------------------------------------
 
@@ -305,8 +327,11 @@ class ContextKeeper:
         self._running = (attempt, trigger, usage, focus)
         # What it covers is fixed now: messages added meanwhile stay after the summary.
         covered = self.host.history.messages[:upto]
+        # Its share of the request as sent (a cut tool result counts as cut).
+        sent = self.host.history.for_model()[:upto]
+        raw = sum(self.meter.message_tokens(m) for m in sent)
         self._task = asyncio.create_task(
-            self._compact(covered, usage, trigger, attempt, focus), name="compaction"
+            self._compact(covered, raw, usage, trigger, attempt, focus), name="compaction"
         )
         return True
 
@@ -331,6 +356,8 @@ class ContextKeeper:
             kept = sum(self.meter.message_tokens(m) for m in messages[start:limit])
             if kept * self.meter.ratio <= budget:
                 return start
+        if limit <= first or (limit - 1 == first and messages[first].get("role") == "user"):
+            return 0  # the summary alone, or the prompt being answered alone: never those
         return limit
 
     async def compact_now(self, focus: str | None = None) -> SessionCompactionCompleteData | None:
@@ -357,6 +384,7 @@ class ContextKeeper:
     async def _compact(
         self,
         covered: list[dict[str, Any]],
+        covered_tokens: int,
         usage: Usage,
         trigger: CompactionTrigger,
         attempt: str,
@@ -364,8 +392,12 @@ class ContextKeeper:
     ) -> SessionCompactionCompleteData:
         history = self.host.history
         ratio = self.meter.ratio  # in the provider's scale, as usage.total is
-        before = round(sum(self.meter.message_tokens(m) for m in covered) * ratio)
-        request = summary_request(covered, self.limits.prompt_budget, focus, self.meter.count_text)
+        before = round(covered_tokens * ratio)
+        count = self.meter.count_text
+        # Held within its share of the window as the provider counts it, not as we do.
+        request = summary_request(
+            covered, self.limits.prompt_budget, focus, lambda text: math.ceil(count(text) * ratio)
+        )
         try:
             summary, used = await summarize(self.host.model, request)
         except asyncio.CancelledError:
@@ -429,17 +461,26 @@ class ContextKeeper:
         target = self.settings.background_threshold * usage.window
         excess = usage.total - target
         messages = history.messages
+        # As sent: a tool result cut for the model frees only what was sent of it.
+        sent = history.for_model()
         start = history.summary_count()
         count = 0
         freed = 0.0
         # Always keep the last message (the prompt or the results the model must read).
         while start + count < len(messages) - 1 and freed < excess:
-            freed += self.meter.message_tokens(messages[start + count]) * self.meter.ratio
+            freed += self.meter.message_tokens(sent[start + count]) * self.meter.ratio
             count += 1
         count = history.clean_cut(start, count)
-        if count == 0:
+        if start + count >= len(messages):
+            # The cut took the last results with their call: the newest exchange stays
+            # whole instead (the model must read what it asked for).
+            keep = len(messages) - 1
+            while keep > start and messages[keep].get("role") == "tool":
+                keep -= 1
+            count = keep - start
+        if count <= 0:
             return
-        dropped = messages[start : start + count]
+        dropped = sent[start : start + count]
         removed = round(sum(self.meter.message_tokens(m) for m in dropped) * self.meter.ratio)
         pre_length = len(messages)
         self.host.emit(

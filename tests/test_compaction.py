@@ -645,8 +645,9 @@ async def test_with_compaction_off_the_oldest_turns_are_dropped(tmp_path: Path) 
     assert COMPACTION_CALL not in model.call_indexes
     assert not seen.of("session.compaction_start")
     tool_tokens = estimate_tokens(json.dumps(session.tool_schemas(), sort_keys=True))
+    budget = session.context.limits.prompt_budget  # the window less the reply's room
     for messages in model.seen_messages:
-        assert request_tokens(messages, tool_tokens) <= WINDOW
+        assert request_tokens(messages, tool_tokens) <= budget
     dropped = [e.data for e in seen.of("session.truncation")]
     assert dropped and all(d.performed_by == History.DROP_OLDEST for d in dropped)
     await session.close()

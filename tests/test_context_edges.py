@@ -24,8 +24,8 @@ from agent.session import Session
 from agent.summary_request import SUMMARY_SYSTEM
 from app.cli import build_parser
 from app.model_setup import context_settings
-from tests.scripting import FakeCountingModel, FakeRecorder, new_session
-from tests.test_compaction import FakeSlowSummaryModel, notes, tool_turn
+from tests.scripting import FakeCountingModel, FakeRecorder, new_session, scripted
+from tests.test_compaction import FakeSlowSummaryModel, notes, request_tokens, tool_turn
 
 WINDOW = 8_000
 
@@ -346,3 +346,134 @@ def test_the_size_a_refusal_names_is_read() -> None:
     llama = '{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":4500,"n_ctx":4096}'
     assert refused_prompt_tokens(llama) == 4_500
     assert refused_prompt_tokens("the request exceeds the available context size") is None
+
+
+# --- sizes in the provider's scale, and results cut for the model ---------------------
+
+
+async def test_the_summary_request_fits_the_window_in_the_providers_scale(
+    tmp_path: Path,
+) -> None:
+    # The provider counts twice what loopdeck does (as a refusal naming the size can
+    # show): the summary's own request must fit the window in its scale too, or it is
+    # refused as well, just when a summary is the way out.
+    model = scripted([{"text": "x" * 40_000}, {"text": "ok"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("write a long text")
+    session.context.meter.ratio = 2.0
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    asked = [m for m, i in zip(model.seen_messages, model.call_indexes, strict=True) if i < 0]
+    assert len(asked) == 1
+    budget = session.context.limits.prompt_budget
+    assert request_tokens(asked[0]) * 2.0 <= budget
+    await session.close()
+
+
+async def test_dropping_the_oldest_keeps_the_results_the_model_asked_for(tmp_path: Path) -> None:
+    # The newest exchange is a call with two results: the oldest turns go, never the
+    # results the model must read next (nor the call they answer).
+    notes(tmp_path / "ws", 5_200)  # ~1,300 tokens a read
+    read = {"name": "view", "arguments": {"path": "notes.txt"}}
+    turns = [tool_turn(0), {"text": "two at once", "tool_calls": [read] * 2}]
+    model = scripted([*turns, {"text": "finished"}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished"
+    assert seen.of("session.truncation")
+    last = model.seen_messages[-1]
+    assert [m["role"] for m in last[-3:]] == ["assistant", "tool", "tool"]
+    assert len(last[-3]["tool_calls"]) == 2
+    await session.close()
+
+
+async def test_dropping_the_oldest_counts_cut_results_as_sent(tmp_path: Path) -> None:
+    # A tool result cut for the model (a quarter of the window) frees only what was
+    # sent of it when dropped: the truncation's numbers are those of the request.
+    notes(tmp_path / "ws", 40_000)
+    model = scripted([*(tool_turn(i) for i in range(5)), {"text": "finished"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
+    reported: list[tuple[int, int]] = []  # (after a drop by its numbers, next measured)
+    after: list[int] = []
+
+    def follow(event: Any) -> None:
+        data = event.data
+        if event.type == "session.truncation" and data.messages_removed_during_truncation:
+            after.append(data.post_truncation_tokens_in_messages)
+        elif event.type == "session.usage_info" and after:
+            reported.append((after.pop(), data.conversation_tokens))
+
+    session.subscribe(follow)
+    outcome = await session.send_and_wait("Read the notes.")
+    assert outcome.final_text == "finished"
+    assert reported
+    for said, measured in reported:
+        assert said == pytest.approx(measured, abs=50), reported  # the note on top
+    await session.close()
+
+
+async def test_a_summarys_numbers_count_cut_results_as_sent(tmp_path: Path) -> None:
+    # The summary replaces a result that was cut for the model: its before and after
+    # are those of the requests, not of the result's whole size.
+    notes(tmp_path / "ws", 40_000)
+    model = scripted([tool_turn(0), {"text": "read"}, {"text": "ok"}])
+    session, _ = await new_session(model, tmp_path)
+    session.configure_context(window=WINDOW)
+    await session.send_and_wait("Read the notes.")
+    await session.send_and_wait("and then?")
+    before = session.context.measure().total
+    done = await session.context.compact_now()
+    assert done is not None and done.success
+    assert done.pre_compaction_tokens == before
+    now = session.context.measure().total
+    assert done.post_compaction_tokens == pytest.approx(now, abs=2)
+    assert done.pre_compaction_tokens - done.tokens_removed == pytest.approx(now, abs=2)
+    await session.close()
+
+
+# --- nothing older than the newest exchange ----------------------------------------------
+
+
+async def test_the_prompt_is_never_summarised_when_nothing_older_can_be(tmp_path: Path) -> None:
+    # The system prompt and tools fill most of the window: the first prompt is over the
+    # background threshold with nothing before it. It is sent word for word: the
+    # summary must never cover the prompt being answered.
+    model = scripted([{"text": "one"}])
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=3_000)
+    await session.send_and_wait("hi")
+    assert model.seen_messages[-1][-1]["content"] == "hi"
+    assert COMPACTION_CALL not in model.call_indexes
+    assert not seen.of("session.compaction_start")
+    await session.close()
+
+
+async def test_compact_does_not_summarise_the_summary_alone(tmp_path: Path) -> None:
+    model = scripted([{"text": "first answer"}])
+    session, _ = await new_session(model, tmp_path)
+    await session.send_and_wait("the task")
+    outcomes = [await session.context.compact_now() for _ in range(3)]
+    assert session.history.messages[0]["content"].startswith(SUMMARY_PREFIX)
+    assert len(session.history.messages) == 1
+    assert outcomes[-1] is None  # only the summary is left: nothing to compact
+    await session.close()
+
+
+async def test_a_window_the_system_prompt_fills_is_named_as_the_cause(
+    tmp_path: Path, acompletion: FakeAcompletion
+) -> None:
+    # Refused with nothing to take out, and the prompt is "hi": what does not fit is
+    # the system prompt and the tools' definitions, and the user is told so.
+    model = LiteLLMModel("openai/local-model", api_base="http://127.0.0.1:9/v1")
+    session, seen = await new_session(model, tmp_path)
+    session.configure_context(window=2_048)
+    acompletion.refuse = [too_long("context_window_exceeded")]
+    outcome = await session.send_and_wait("hi")
+    assert outcome.error is not None and outcome.error.error_type == "context_limit"
+    warnings = [e.data for e in seen.of("session.warning")]
+    said = [w.message for w in warnings if w.warning_type == "context_too_small"]
+    assert len(said) == 1 and "system prompt" in said[0] and "--context-window" in said[0]
+    await session.close()
