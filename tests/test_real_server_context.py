@@ -27,11 +27,13 @@ import pytest
 
 from agent.context_window import MESSAGE_OVERHEAD
 from agent.events import (
+    AssistantMessageData,
     AssistantUsageData,
     Event,
     SessionCompactionCompleteData,
     SessionCompactionStartData,
     SessionUsageInfoData,
+    UserMessageData,
 )
 from agent.history import SUMMARY_PREFIX
 from agent.loop import LoopOutcome
@@ -225,9 +227,10 @@ async def test_the_first_request_fits_before_the_server_has_counted_one(
     server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before any usage report the count is litellm's alone, which SmolLM2's tokenizer
-    exceeds by ~10 % on code: a first prompt counted by it just under the blocking
-    threshold (a pasted file; or the first call after a resume) must not go out over
-    the window."""
+    exceeds by ~10 % on code: a request counted by it just under the blocking threshold
+    (the first call after a resume, whose history holds a pasted file) must not go out
+    over the window. (A prompt over the window on its own is sent as it is: a summary
+    never stands in for the prompt being answered.)"""
     pin_system_prompt(monkeypatch)
     session = await new_session(server, tmp_path, SMALL_WINDOW)
     events: list[Event] = []
@@ -238,11 +241,19 @@ async def test_the_first_request_fits_before_the_server_has_counted_one(
         assert fixed is not None
         count = session.context.meter.count_text
         code = Path(__file__).resolve().parent.parent.joinpath("agent", "history.py").read_text()
-        # Counted by litellm at 93 % of the window with the system prompt and tools.
-        room = int(0.93 * (SMALL_WINDOW - N_PREDICT)) - fixed - MESSAGE_OVERHEAD - 8
-        prompt = code[: len(code) * room // count(code)]
-        prompt = "Explain this code:\n" + prompt[: len(prompt) * room // count(prompt)]
-        outcome = await session.send_and_wait(prompt, timeout=GIVE_UP)
+        # Counted by litellm at 93 % of the window with the system prompt and tools: an
+        # earlier exchange about the code (as a resumed log holds it; no call made, so
+        # nothing reported yet), then the new prompt.
+        room = int(0.93 * (SMALL_WINDOW - N_PREDICT)) - fixed - 3 * MESSAGE_OVERHEAD - 24
+        earlier, answer, prompt = int(room * 0.55), "It turns a log into messages.", "Explain:\n"
+        head = code[: len(code) * earlier // count(code)]
+        head = "Read this code:\n" + head[: len(head) * earlier // count(head)]
+        rest = room - count(head) - count(answer) - count(prompt)
+        tail = code[len(head) :]
+        tail = tail[: len(tail) * rest // count(tail)]
+        session.emit(UserMessageData(content=head))
+        session.emit(AssistantMessageData(message_id="earlier", content=answer))
+        outcome = await session.send_and_wait(prompt + tail, timeout=GIVE_UP)
     finally:
         await session.close()
     assert outcome.error is None, outcome.error
