@@ -43,7 +43,9 @@ when the user is reading rather than watching a stream — and only once no key 
 pressed (nor the mouse clicked) for ``QUIET_BEFORE_THAW_S``: a key pressed during the
 walk would wait for it, and someone who just typed is likely to type again. Only a
 session that never rests and lets the heap grow fourfold thaws mid-stream, to bound
-memory.
+memory. And since frozen garbage is now rare, a thaw that freed little (under
+``WORTH_A_THAW`` objects) doubles the growth the next one waits for: a long session
+walks its whole heap a few times, not at every doubling.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ FULL_COLLECTION_EVERY = 2  # middle collections between full ones (CPython: 10)
 FULL_COLLECTION_BACKSTOP = 4 * FULL_COLLECTION_EVERY  # ...if the loop does not run one
 THAW_DUE_AT = 2  # heap growth since the last full walk at which a thaw is due (when idle)
 THAW_NOW_AT = 4  # ...and at which it is done mid-stream, not waiting for idle
+WORTH_A_THAW = 20_000  # objects a thaw's walk must free not to put off the next one
+MAX_BACKOFF = 64
 QUIET_BEFORE_THAW_S = 5.0  # no input for this long before an idle thaw walks the heap
 
 
@@ -77,6 +81,7 @@ class FreezeSurvivors:
         self.from_loop = False  # full collections run from the event loop, when it runs
         self.middle_collections = 0
         self.full_scheduled = False
+        self.backoff = 1  # growth factor on the thresholds after thaws that freed little
         self.last_input = -QUIET_BEFORE_THAW_S  # time.monotonic() of the last key/click
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -95,10 +100,16 @@ class FreezeSurvivors:
             self.thawed = False
             self.thaw_due = False
             self.full_walks += 1
+            # A walk that freed next to nothing is not worth its pause as often: the
+            # next waits for twice the growth (and the one after that for four times).
+            if info.get("collected", 0) < WORTH_A_THAW:
+                self.backoff = min(self.backoff * 2, MAX_BACKOFF)
+            else:
+                self.backoff = 1
             gc.freeze()
             self.walked = sys.getallocatedblocks()
             return
-        heap, walked = sys.getallocatedblocks(), max(self.walked, 1)
+        heap, walked = sys.getallocatedblocks(), max(self.walked, 1) * self.backoff
         if heap > THAW_NOW_AT * walked:
             gc.unfreeze()
             self.thawed = True
