@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import gc
 import sys
 import time
@@ -242,9 +241,10 @@ def trim_heap() -> bool:
     global _malloc_trim
     if _malloc_trim is None:
         _malloc_trim = False
-        name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-        if name:
-            _malloc_trim = getattr(ctypes.CDLL(name), "malloc_trim", False)
+        if sys.platform.startswith("linux"):
+            # The process's own symbols (not find_library, which runs ldconfig):
+            # glibc has malloc_trim, musl has not.
+            _malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", False)
     if not _malloc_trim:
         return False
     _malloc_trim(0)
