@@ -27,7 +27,7 @@ from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import exit_on_signals, set_up
-from app.gc_policy import thaw_if_due
+from app.gc_policy import note_input, thaw_if_due, thaw_wait, trim_heap
 from app.resume_view import Drawn, draw_tail, draw_tail_now, mount_rest, show_backlog
 from app.session_switch import SessionSwitch
 from app.session_switch import StartupError as StartupError  # where openers raise it
@@ -250,11 +250,29 @@ class LoopdeckApp(App[int]):
             # The session rests: draw its last state now.
             self.timeline.show_pending()
             self._refresh_status()
-            self.call_after_refresh(thaw_if_due)  # the collector's long walk, once drawn
+            self.call_after_refresh(self._thaw_when_quiet)  # the collector's long walk
+            self.call_after_refresh(trim_heap)
         elif event.type in STATUS_EVENTS and not self._status_due:
             # Like the timeline, the status line catches up once per burst of events.
             self._status_due = True
             self.call_next(self._refresh_status)
+
+    def _thaw_when_quiet(self) -> None:
+        """A due thaw (app/gc_policy.py) runs once the session rests and no key was
+        pressed for a while: a key pressed during its walk would wait for it."""
+        wait = thaw_wait()
+        session = self.session
+        if wait is None or session is None or session.busy:
+            return  # nothing due, or the session went on (its next rest tries again)
+        if wait > 0:
+            self.set_timer(wait, self._thaw_when_quiet)
+        else:
+            thaw_if_due()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.MouseDown | events.Paste):
+            note_input()
+        await super().on_event(event)
 
     def _refresh_status(self) -> None:
         self._status_due = False

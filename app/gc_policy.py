@@ -39,15 +39,22 @@ frozen garbage from ~53,000 objects to ~8,000 (benchmarks/README.md).
 The thaw's walk of the whole heap is still the longest pause (0.7–1.4 s at 10,000
 tool calls), so it waits for the session to rest: once the heap has doubled a thaw
 is only *due*, and the app runs it when the session goes idle (:func:`thaw_if_due`),
-when the user is reading rather than watching a stream. Only a session that never
-rests and lets the heap grow fourfold thaws mid-stream, to bound memory.
+when the user is reading rather than watching a stream — and only once no key was
+pressed (nor the mouse clicked) for ``QUIET_BEFORE_THAW_S``: a key pressed during the
+walk would wait for it, and someone who just typed is likely to type again. Only a
+session that never rests and lets the heap grow fourfold thaws mid-stream, to bound
+memory. And since frozen garbage is now rare, a thaw that freed little (under
+``WORTH_A_THAW`` objects) doubles the growth the next one waits for: a long session
+walks its whole heap a few times, not at every doubling.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import sys
+import time
 from typing import Any
 
 MIDDLE_COLLECTION_EVERY = 40  # young collections between middle ones (CPython: 10)
@@ -55,6 +62,9 @@ FULL_COLLECTION_EVERY = 2  # middle collections between full ones (CPython: 10)
 FULL_COLLECTION_BACKSTOP = 4 * FULL_COLLECTION_EVERY  # ...if the loop does not run one
 THAW_DUE_AT = 2  # heap growth since the last full walk at which a thaw is due (when idle)
 THAW_NOW_AT = 4  # ...and at which it is done mid-stream, not waiting for idle
+WORTH_A_THAW = 20_000  # objects a thaw's walk must free not to put off the next one
+MAX_BACKOFF = 64
+QUIET_BEFORE_THAW_S = 5.0  # no input for this long before an idle thaw walks the heap
 
 
 class FreezeSurvivors:
@@ -70,6 +80,8 @@ class FreezeSurvivors:
         self.from_loop = False  # full collections run from the event loop, when it runs
         self.middle_collections = 0
         self.full_scheduled = False
+        self.backoff = 1  # growth factor on the thresholds after thaws that freed little
+        self.last_input = -QUIET_BEFORE_THAW_S  # time.monotonic() of the last key/click
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase != "stop":
@@ -87,10 +99,16 @@ class FreezeSurvivors:
             self.thawed = False
             self.thaw_due = False
             self.full_walks += 1
+            # A walk that freed next to nothing is not worth its pause as often: the
+            # next waits for twice the growth (and the one after that for four times).
+            if info.get("collected", 0) < WORTH_A_THAW:
+                self.backoff = min(self.backoff * 2, MAX_BACKOFF)
+            else:
+                self.backoff = 1
             gc.freeze()
             self.walked = sys.getallocatedblocks()
             return
-        heap, walked = sys.getallocatedblocks(), max(self.walked, 1)
+        heap, walked = sys.getallocatedblocks(), max(self.walked, 1) * self.backoff
         if heap > THAW_NOW_AT * walked:
             gc.unfreeze()
             self.thawed = True
@@ -118,10 +136,20 @@ class FreezeSurvivors:
         if self.full_scheduled:
             gc.collect()
 
-    def thaw_if_due(self) -> bool:
-        """If the heap has doubled since the last full walk, walk all of it now (one
-        long pause: call it when nobody is watching). Whether it did."""
-        if not self.thaw_due or self not in gc.callbacks:
+    def note_input(self, now: float | None = None) -> None:
+        """A key or a click: the user is there, no long walk for a while."""
+        self.last_input = time.monotonic() if now is None else now
+
+    def quiet_left(self, now: float | None = None) -> float:
+        """Seconds until input has been quiet for ``QUIET_BEFORE_THAW_S`` (0: it has)."""
+        now = time.monotonic() if now is None else now
+        return max(0.0, self.last_input + QUIET_BEFORE_THAW_S - now)
+
+    def thaw_if_due(self, now: float | None = None) -> bool:
+        """If the heap has doubled since the last full walk and nobody has typed or
+        clicked for ``QUIET_BEFORE_THAW_S``, walk all of it now (one long pause: call
+        it when nobody is watching). Whether it did."""
+        if not self.thaw_due or self not in gc.callbacks or self.quiet_left(now) > 0:
             return False
         gc.unfreeze()
         self.thawed = True
@@ -182,5 +210,42 @@ def tune_for_interactive() -> None:
 
 
 def thaw_if_due() -> bool:
-    """The app's session rests: run a due thaw now rather than mid-stream."""
+    """The app's session rests: run a due thaw now rather than mid-stream (if input
+    has been quiet long enough: see :func:`thaw_wait`)."""
     return _hook is not None and _hook.thaw_if_due()
+
+
+def thaw_wait() -> float | None:
+    """Seconds to wait before a due thaw may run (0: now); None if none is due."""
+    if _hook is None or not _hook.thaw_due:
+        return None
+    return _hook.quiet_left()
+
+
+def note_input() -> None:
+    """A key or a click reached the app: a due thaw waits until input is quiet."""
+    if _hook is not None:
+        _hook.note_input()
+
+
+_malloc_trim: Any = None  # glibc's malloc_trim, once looked up (False: not there)
+
+
+def trim_heap() -> bool:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``).
+
+    Objects over 512 bytes (long strings, big dicts and lists) come from the C heap,
+    and a stream frees them among long-lived ones: the pages stay with the process.
+    After 2,000 tool calls that was ~20 MB of the RSS (benchmarks/README.md). A few
+    milliseconds: called when the session rests. Whether it ran."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        if sys.platform.startswith("linux"):
+            # The process's own symbols (not find_library, which runs ldconfig):
+            # glibc has malloc_trim, musl has not.
+            _malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", False)
+    if not _malloc_trim:
+        return False
+    _malloc_trim(0)
+    return True

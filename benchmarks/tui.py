@@ -399,6 +399,8 @@ class LagProbe:
     def __init__(self, interval: float = PROBE_INTERVAL_S) -> None:
         self.interval = interval
         self.lags: list[float] = []
+        self.long_ones: list[tuple[float, int]] = []
+        self.started = 0.0
         self._task: asyncio.Task[None] | None = None
         self._stop = False
 
@@ -412,10 +414,14 @@ class LagProbe:
         return self.lags
 
     async def _run(self) -> None:
+        self.started = time.perf_counter()
         while not self._stop:
             start = time.perf_counter()
             await asyncio.sleep(self.interval)
-            self.lags.append(max(0.0, time.perf_counter() - start - self.interval))
+            lag = max(0.0, time.perf_counter() - start - self.interval)
+            self.lags.append(lag)
+            if lag > 0.1:  # when the long ones came (seconds into the probe), and how long
+                self.long_ones.append((round(start - self.started, 2), round(lag * 1000)))
 
 
 async def _wait_for(
@@ -750,6 +756,22 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         height_end = timeline.virtual_size.height
         items = len(transcript.items)
         rss_end = rss_kib()
+        # The moment the session rests (nobody typing): the app may run a due thaw of
+        # the collector's frozen heap then (app/gc_policy.py), after input has been
+        # quiet for a while. Probe the loop through that window too.
+        from app import gc_policy
+
+        walks_before = gc_policy._hook.full_walks if gc_policy._hook is not None else 0
+        rest_probe = LagProbe()
+        rest_gc = GcPauses()
+        with rest_gc:
+            rest_probe.start()
+            await asyncio.sleep(getattr(gc_policy, "QUIET_BEFORE_THAW_S", 0.0) + 2.0)
+            rest_lags = await rest_probe.stop()
+        thaws_at_rest = (gc_policy._hook.full_walks if gc_policy._hook is not None else 0) - (
+            walks_before
+        )
+        rss_rest = rss_kib()
         # The app's policy froze most of the heap, out of gc.get_objects()' sight: thaw
         # it, and count what only a walk of all of it frees (cyclic garbage).
         gc.unfreeze()
@@ -776,6 +798,7 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         "ms_per_turn": wall * 1000 / (n + 1),
         "lag": lag_stats(lags),
         "_lags": [round(x, 5) for x in lags],
+        "lags_over_100ms_at": probe.long_ones,
         "idle_lag": lag_stats(idle_lags),
         **_frame_summary(app, start, end),
         "widgets_end": widgets_end,
@@ -787,6 +810,10 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
         "transcript_items": items,
         "rss_start_kib": rss_start,
         "rss_end_kib": rss_end,
+        "rss_rest_kib": rss_rest,
+        "rest_lag": lag_stats(rest_lags),
+        "rest_gc_full": rest_gc.summary(),
+        "thaws_at_rest": thaws_at_rest,
         "rss_peak_kib": peak_rss_kib(),
         "rss_second_half_growth_kib": (
             half[-1]["rss_kib"] - half[0]["rss_kib"]

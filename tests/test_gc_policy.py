@@ -78,6 +78,50 @@ def test_once_the_heap_doubles_a_thaw_waits_for_the_session_to_rest(
     assert not policy.thaw_if_due()  # nothing due any more
 
 
+def test_a_due_thaw_waits_until_no_key_was_pressed_for_a_while(policy: FreezeSurvivors) -> None:
+    """A key pressed during the walk of the whole heap would wait for it (0.7 s at
+    10,000 tool calls): someone who just typed is likely to type again."""
+    gone = frozen_garbage(policy)
+    policy.walked = sys.getallocatedblocks() // 3
+    gc.collect()
+    assert policy.thaw_due
+    policy.note_input(now=1_000.0)
+    quiet = gc_policy.QUIET_BEFORE_THAW_S
+    assert policy.quiet_left(now=1_000.0 + quiet / 2) == pytest.approx(quiet / 2)
+    assert not policy.thaw_if_due(now=1_000.0 + quiet / 2)
+    assert gone() is not None and policy.thaw_due
+    assert policy.thaw_if_due(now=1_000.0 + quiet)
+    assert gone() is None and not policy.thaw_due
+
+
+def test_a_thaw_that_freed_little_puts_off_the_next(policy: FreezeSurvivors) -> None:
+    """Frozen garbage is rare: a walk of the whole heap that frees next to nothing is
+    not repeated at the next doubling, but at twice that growth."""
+    gc.collect()
+    policy.walked = sys.getallocatedblocks() // 3
+    gc.collect()
+    assert policy.thaw_due and policy.thaw_if_due()  # frees (next to) nothing
+    assert policy.backoff == 2
+    policy.walked = sys.getallocatedblocks() // 3  # tripled: would be due, were it not
+    gc.collect()
+    assert not policy.thaw_due
+    policy.walked = sys.getallocatedblocks() // 5  # fivefold: over twice the doubling
+    gc.collect()
+    assert policy.thaw_due and not policy.thawed  # still only due, not done mid-stream
+    garbage = [FakeNode() for _ in range(gc_policy.WORTH_A_THAW)]  # a walk worth it
+    garbage_gone = weakref.ref(garbage[0])
+    gc.collect()
+    del garbage
+    assert garbage_gone() is not None  # frozen
+    assert policy.thaw_if_due()
+    assert garbage_gone() is None and policy.backoff == 1
+
+
+def test_trim_heap_runs_where_glibc_is() -> None:
+    ran = gc_policy.trim_heap()
+    assert ran == (sys.platform.startswith("linux") and gc_policy._malloc_trim is not False)
+
+
 def test_a_heap_grown_fourfold_is_thawed_at_once(policy: FreezeSurvivors) -> None:
     """A session that never rests still gets its frozen garbage freed, later."""
     gone = frozen_garbage(policy)

@@ -22,7 +22,7 @@ from agent.blocks import ToolCallBlock, TurnBlock
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, tokens
 from widgets.info_row import REASONING, ReasoningView
 from widgets.lazy_rich import rich_markdown
-from widgets.markdown_split import freeze_point
+from widgets.markdown_split import freeze_point, shared_parser
 from widgets.tool_card import ToolCard
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ class TurnView(Vertical):
         if not isinstance(self._body, Markdown):
             if self._body is not None:
                 self._body.remove()
-            self._body = Markdown("", classes="turn-text")
+            self._body = Markdown("", classes="turn-text", parser_factory=shared_parser)
             self.mount(self._body, after=self._frozen[-1] if self._frozen else self.header)
         return self._body
 
