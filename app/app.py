@@ -27,7 +27,7 @@ from agent.plan_review import PlanDecision, PlanReview
 from agent.store import SessionStore
 from app import commands
 from app.app_setup import exit_on_signals, set_up
-from app.gc_policy import note_input, thaw_if_due, thaw_wait, trim_heap
+from app.gc_policy import note_input, note_rest, thaw_if_due, thaw_wait, trim_heap
 from app.resume_view import Drawn, draw_tail, draw_tail_now, mount_rest, show_backlog
 from app.session_switch import SessionSwitch
 from app.session_switch import StartupError as StartupError  # where openers raise it
@@ -250,6 +250,7 @@ class LoopdeckApp(App[int]):
             # The session rests: draw its last state now.
             self.timeline.show_pending()
             self._refresh_status()
+            note_rest()
             self.call_after_refresh(self._thaw_when_quiet)  # the collector's long walk
             self.call_after_refresh(trim_heap)
         elif event.type in STATUS_EVENTS and not self._status_due:

@@ -228,6 +228,14 @@ def note_input() -> None:
         _hook.note_input()
 
 
+def note_rest() -> None:
+    """The session came to rest: the moment its user is most likely to answer it, so
+    the quiet a due thaw waits for counts from here too (after a long autopilot run
+    nobody typed during, the walk came just as the user started to)."""
+    if _hook is not None:
+        _hook.note_input()
+
+
 _malloc_trim: Any = None  # glibc's malloc_trim, once looked up (False: not there)
 
 

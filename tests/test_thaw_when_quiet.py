@@ -51,3 +51,23 @@ async def test_the_idle_thaw_waits_for_input_to_be_quiet(
         assert hook.last_input >= typed  # the keys were noted
         assert hook.thawed_at[0] - hook.last_input >= QUIET_S
         assert len(hook.thawed_at) == 1
+
+
+async def test_a_session_that_comes_to_rest_gives_its_user_time_before_the_thaw(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody typed during the run (an autopilot run, a prompt from the command line):
+    the quiet the thaw waits for counts from the rest, when the user is likely to
+    answer, not from the last key long before."""
+    hook = FakeDueThaw()
+    monkeypatch.setattr(gc_policy, "_applied", True)
+    monkeypatch.setattr(gc_policy, "_hook", hook)
+    monkeypatch.setattr(gc_policy, "QUIET_BEFORE_THAW_S", QUIET_S)
+    began = time.monotonic()
+    h = Harness([{"text": "Hello."}], workspace, initial_prompt="hi")
+    async with h.app.run_test(size=SIZE) as pilot:
+        await started(pilot, h)
+        await wait_idle(pilot, h)
+        await wait_for(pilot, lambda: bool(hook.thawed_at), "the thaw, once the rest is quiet")
+        assert hook.last_input >= began  # the rest was noted; no key was pressed
+        assert hook.thawed_at[0] - hook.last_input >= QUIET_S
