@@ -191,21 +191,22 @@ def _api_base(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _reply_tokens(text: str) -> int:
+def _token_count(text: str) -> int:
     try:
-        value = int(text.replace("_", "").replace(",", ""))
+        return int(text.replace("_", "").replace(",", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
+
+
+def _reply_tokens(text: str) -> int:
+    value = _token_count(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} tokens leaves no room for a reply")
     return value
 
 
 def _tokens(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
+    value = _token_count(text)
     if value < 1_000:
         raise argparse.ArgumentTypeError(f"{value} tokens is too small a context window")
     return value

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from agent.session import Session
 from agent.summary_request import SUMMARY_SYSTEM
 from app.cli import build_parser
 from app.model_setup import context_settings
+from tests.fake_chunk_stream import FakeChunkStream
 from tests.scripting import FakeCountingModel, FakeRecorder, new_session, scripted
 from tests.test_compaction import FakeSlowSummaryModel, notes, request_tokens, tool_turn
 
@@ -44,19 +44,6 @@ def test_a_given_window_keeps_room_for_the_reply() -> None:
     # A scripted window (tests) and an assumed one keep what they kept.
     assert ContextLimits(WINDOW, None, "script").reply_room == 0
     assert ContextLimits(128_000, None, "assumed").reply_room == 0
-
-
-class FakeChunkStream:
-    def __init__(self, chunks: list[Any]) -> None:
-        self._chunks: Iterator[Any] = iter(chunks)
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self
-
-    async def __anext__(self) -> Any:
-        for item in self._chunks:
-            return item
-        raise StopAsyncIteration
 
 
 def is_summary(call: dict[str, Any]) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +17,11 @@ from agent.session import Session
 from agent.store import SessionStore, read_events
 from agent.transcript import Transcript, fold
 from app.export import export_session
+from tests.fake_chunk_stream import FakeChunkStream
 from widgets.format import LIMIT_CUT_MARK
 from widgets.turn_view import header_text
 
 session_events = pytest.importorskip("copilot.generated.session_events")
-
-
-class FakeChunkStream:
-    def __init__(self, chunks: list[Any]) -> None:
-        self._chunks: Iterator[Any] = iter(chunks)
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self
-
-    async def __anext__(self) -> Any:
-        for item in self._chunks:
-            return item
-        raise StopAsyncIteration
 
 
 async def run_reply(
