@@ -19,12 +19,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from agent.attachments import from_mentions
-from agent.events import Event, Mode, SessionIdleData, SessionTodosChangedData
-from agent.permission_level import Level
-from agent.permissions import PermissionAnswer, PermissionPrompt
-from agent.plan_review import PlanDecision, PlanReview
-from agent.store import SessionStore
+from agent.events.attachments import from_mentions
+from agent.events.schema import Event, Mode, SessionIdleData, SessionTodosChangedData
+from agent.log.store import SessionStore
+from agent.permissions.level import Level
+from agent.permissions.rules import PermissionAnswer, PermissionPrompt
+from agent.transcript.plan_review import PlanDecision, PlanReview
 from app import commands
 from app.app_setup import exit_on_signals, set_up
 from app.gc_policy import note_input, note_rest, thaw_if_due, thaw_wait, trim_heap
@@ -49,10 +49,10 @@ if TYPE_CHECKING:
 
     # The session (and the loop and tools it brings) is imported by the opener, after
     # the first frame.
-    from agent.session import Session
-    from agent.tail_resume import TailPreview
+    from agent.session.session import Session
+    from agent.session.tail_resume import TailPreview
+    from agent.session.user_input import UserAnswer, UserQuestion
     from agent.tools.base import ToolResult
-    from agent.user_input import UserAnswer, UserQuestion
 
 SessionOpener = Callable[[], Awaitable["Session"]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"

@@ -380,7 +380,7 @@ def _check_rules(parser: argparse.ArgumentParser, allow: list[str], deny: list[s
     """Unknown rule kinds are a usage error before anything opens (the app included)."""
     if not allow and not deny:
         return
-    from agent.permissions import PermissionPolicy, RuleError
+    from agent.permissions.rules import PermissionPolicy, RuleError
     from agent.tools.registry import rule_tool_names
 
     try:

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.events import Mode
+from agent.events.schema import Mode
 from widgets.completion import Candidate
 
 if TYPE_CHECKING:
     from textual.app import SystemCommand
 
-    from agent.session import Session
+    from agent.session.session import Session
     from app.app import LoopdeckApp
 
 Handler = Callable[["LoopdeckApp", str], Awaitable[None]]
@@ -162,7 +162,7 @@ async def _context(app: LoopdeckApp, _: str) -> None:
     session = _session(app)
     if session is None:
         return
-    from agent.context_usage import report
+    from agent.loop.context_usage import report
 
     keeper = session.context
     # The first count may load a tokenizer (litellm): that happens off the UI's loop.
@@ -300,7 +300,7 @@ async def _instructions(app: LoopdeckApp, _: str) -> None:
     session = _session(app)
     if session is None:
         return
-    from agent.prompt import instruction_files
+    from agent.loop.system_prompt import instruction_files
 
     found = await asyncio.to_thread(instruction_files, session.cwd)
     if not found:

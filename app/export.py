@@ -13,7 +13,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from agent.blocks import (
+from agent.log.lock import in_use_by
+from agent.log.store import read_events, with_unreadable_rows
+from agent.transcript.blocks import (
     AbortBlock,
     Block,
     ErrorBlock,
@@ -27,11 +29,9 @@ from agent.blocks import (
     TurnBlock,
     UserBlock,
 )
-from agent.plan_review import outcome_text
-from agent.session_lock import in_use_by
-from agent.store import read_events, with_unreadable_rows
-from agent.stream_fold import run_facts
-from agent.transcript import Transcript, fold
+from agent.transcript.fold import Transcript, fold
+from agent.transcript.plan_review import outcome_text
+from agent.transcript.stream_fold import run_facts
 from app.export_shell import html_shell, md_shell
 from app.export_subagent import subagent_html, subagent_markdown, subagent_summary_html
 from widgets.format import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 
-from agent.blocks import ShellBlock
+from agent.transcript.blocks import ShellBlock
 from widgets.format import duration
 
 _BACKTICKS = re.compile(r"`{3,}")

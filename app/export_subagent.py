@@ -15,7 +15,7 @@ from functools import cache
 
 from markdown_it import MarkdownIt
 
-from agent.blocks import (
+from agent.transcript.blocks import (
     AbortBlock,
     ErrorBlock,
     NoticeBlock,
@@ -25,7 +25,7 @@ from agent.blocks import (
     TurnBlock,
     UserBlock,
 )
-from agent.subagents import Subagent
+from agent.transcript.subagents import Subagent
 from widgets.subagent_view import asked_only, plural, summary_parts
 
 ToolLines = Callable[[ToolCallBlock], list[str]]

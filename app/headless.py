@@ -15,16 +15,16 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from agent import todos
-from agent.events import (
+from agent.events import todos
+from agent.events.schema import (
     Event,
     SessionErrorData,
     SessionWarningData,
     ToolExecutionCompleteData,
 )
-from agent.loop import LoopOutcome
-from agent.session import Session
-from agent.transcript import Transcript
+from agent.loop.turn_loop import LoopOutcome
+from agent.session.session import Session
+from agent.transcript.fold import Transcript
 from app.cli import (
     EXIT_ABORTED,
     EXIT_AUTOPILOT_CAP,
@@ -147,7 +147,8 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
     if not printer.json:
         plan = printer.transcript.plan
         if plan is not None:
-            # Plan mode: the plan is the answer (nobody could approve it: see agent.plan_mode).
+            # Plan mode: the plan is the answer (nobody could approve it:
+            # see agent.session.plan_mode).
             sys.stdout.write(plan.plan.rstrip("\n") + "\n\n")
             where = session.plan.path
             sys.stderr.write(f"The plan is kept{f' in {where}' if where else ''}.\n")
@@ -182,7 +183,7 @@ def exit_code(outcome: LoopOutcome) -> int:
 
 
 def show_system_prompt(args: argparse.Namespace, cwd: Path) -> int:
-    from agent.prompt import build_system_prompt
+    from agent.loop.system_prompt import build_system_prompt
     from agent.tools.registry import default_tools
 
     try:
@@ -196,7 +197,7 @@ def show_system_prompt(args: argparse.Namespace, cwd: Path) -> int:
     mode = start_mode(args)
     tools = default_tools(autopilot=mode == "autopilot").names()
     if mode == "plan":
-        from agent.plan_mode import EXIT_TOOL, read_only
+        from agent.session.plan_mode import EXIT_TOOL, read_only
 
         # What a plan-mode session offers: the read tools and exit_plan_mode.
         tools = [t.name for t in read_only(default_tools(autopilot=False))] + [EXIT_TOOL]

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from agent.store import loopdeck_home, make_private_dirs
+from agent.log.store import loopdeck_home, make_private_dirs
 
 FIX = "set LOOPDECK_HOME to a writable directory"
 

@@ -6,8 +6,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.replay import events_file
-from agent.store import SessionNotFound, SessionStore, copilot_home, loopdeck_home
+from agent.log.replay import events_file
+from agent.log.store import SessionNotFound, SessionStore, copilot_home, loopdeck_home
 
 
 def locate_session(spec: str) -> Path:

@@ -9,18 +9,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from agent.compaction import CompactionSettings, settings_from
-from agent.events import Mode
-from agent.log_writer import LogWriteError
-from agent.loop import DEFAULT_MAX_CONTINUES
+from agent.events.schema import Mode
+from agent.log.lock import SessionInUse
+from agent.log.store import ForeignSession, SessionStore, loopdeck_home
+from agent.log.writer import LogWriteError
+from agent.loop.compaction import CompactionSettings, settings_from
+from agent.loop.turn_loop import DEFAULT_MAX_CONTINUES
 from agent.models.base import ModelClient, RetryPolicy
 from agent.models.scripted import SCRIPTED_PREFIX, ScriptedModel
 from agent.models.select import ConfigError, choose_model, read_config, user_config_dir
 from agent.models.settings import ProviderSettings
-from agent.permissions import PermissionPolicy, RuleError
-from agent.session import Session
-from agent.session_lock import SessionInUse
-from agent.store import ForeignSession, SessionStore, loopdeck_home
+from agent.permissions.rules import PermissionPolicy, RuleError
+from agent.session.session import Session
 from app.locate import ResumeTarget, target_of_args
 
 _T = TypeVar("_T")
@@ -115,8 +115,8 @@ async def open_session(
     args: argparse.Namespace, cwd: Path, *, model_string: str | None = None
 ) -> Session:
     """Create or resume the session the flags describe. Raises SetupError."""
+    from agent.log.store import SessionNotFound
     from agent.models.scripted import ScriptError
-    from agent.store import SessionNotFound
     from app.sandbox_setup import SandboxSetupError, sandbox_setup
 
     store = SessionStore(loopdeck_home())
@@ -203,7 +203,7 @@ def context_settings(
 def _fork(store: SessionStore, source: Path, model: str, chosen: Path | None, here: Path) -> str:
     """A new session of ``store`` continuing the log at ``source`` (read, never written).
     It works in ``chosen`` (--cwd), else where the origin worked if that exists here."""
-    from agent.fork import fork_cwd, fork_session, origin_of
+    from agent.log.fork import fork_cwd, fork_session, origin_of
 
     try:
         workspace = chosen or fork_cwd(origin_of(source), here)

@@ -1,7 +1,7 @@
 """A resumed session in the app's timeline: only the tail of its log is given to it.
 
-:meth:`agent.session.Session.resume` parses the last turns of a long log (see
-agent.tail_resume); the transcript that draws them is seeded with what came before
+:meth:`agent.session.session.Session.resume` parses the last turns of a long log (see
+agent.session.tail_resume); the transcript that draws them is seeded with what came before
 (turn and tool-call counts, usage, the todo list) so numbers stay true to the whole
 session. Older turns are read from the log's index when the user asks for them
 ("load earlier"), a window at a time.
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
-from agent.blocks import Block
-from agent.events import Event
-from agent.transcript import Transcript
+from agent.events.schema import Event
+from agent.transcript.blocks import Block
+from agent.transcript.fold import Transcript
 from app.drawn import until_drawn
 from widgets.timeline import Timeline
 from widgets.welcome import WelcomeText
@@ -27,9 +27,9 @@ from widgets.welcome import WelcomeText
 if TYPE_CHECKING:
     # The session (its loop, model and tools) loads after the first frame, and what
     # reads a log back only for a resume.
-    from agent.replay import EventIndex
-    from agent.session import Session
-    from agent.tail_resume import Counts, TailPreview
+    from agent.log.replay import EventIndex
+    from agent.session.session import Session
+    from agent.session.tail_resume import Counts, TailPreview
 
 # The drawn tail's blocks mounted for its first frame (more than a screen holds), then
 # a few a frame: laying out and painting all of its turns at once held the event
@@ -43,7 +43,7 @@ _ID_SPAN = 10_000_000
 
 
 def counts_before(index: EventIndex, position: int) -> Counts:
-    from agent.tail_resume import Counts
+    from agent.session.tail_resume import Counts
 
     return Counts.of(index.types[:position])
 
@@ -202,7 +202,7 @@ class EarlierTurns:
     def __init__(self, index: EventIndex, start: int, turns: int | None = None) -> None:
         self.index = index
         self.start = start  # the first event already folded
-        from agent import tail_resume
+        from agent.session import tail_resume
 
         self.turns = tail_resume.TAIL_TURNS if turns is None else turns
         self._windows = 0

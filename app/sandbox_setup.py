@@ -14,7 +14,7 @@ from typing import cast
 
 from agent.models.select import ConfigError, ConfigValues, read_config, user_config_dir
 from agent.sandbox.policy import Sandbox, SandboxMode, SandboxSettings
-from agent.secrets import EnvFilter
+from agent.sandbox.secrets import EnvFilter
 
 
 class SandboxSetupError(Exception):

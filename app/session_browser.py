@@ -14,8 +14,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
-from agent.session_lock import SessionInUse, delete_session
-from agent.store import ForeignSession, SessionStore, SessionSummary
+from agent.log.lock import SessionInUse, delete_session
+from agent.log.store import ForeignSession, SessionStore, SessionSummary
 from app.sessions_table import origin_prefix, outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
 

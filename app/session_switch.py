@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-from agent.store import SessionStore
+from agent.log.store import SessionStore
 
 if TYPE_CHECKING:
-    from agent.session import Session
+    from agent.session.session import Session
 
 Resumer = Callable[[str], Awaitable["Session"]]
 
@@ -41,7 +41,7 @@ class SessionSwitch:
         if self.store is None or self.resumer is None:
             self.host.say("Sessions cannot be resumed in this run.")
             return
-        from agent.store import SessionNotFound
+        from agent.log.store import SessionNotFound
 
         try:
             session_id = self.store.resolve(id_or_prefix)
@@ -57,7 +57,7 @@ class SessionSwitch:
         if session is None or session.store is None or self.resumer is None:
             self.host.say("This session cannot be forked (it is not recorded).")
             return
-        from agent.fork import fork_log
+        from agent.log.fork import fork_log
 
         await session.persist()
         original = session.id

@@ -8,8 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from agent.session_lock import in_use_by
-from agent.store import SessionStore, SessionSummary, copilot_home, loopdeck_home
+from agent.log.lock import in_use_by
+from agent.log.store import SessionStore, SessionSummary, copilot_home, loopdeck_home
 from widgets.format import cost, duration, tokens
 
 _HEADERS = (
@@ -55,7 +55,7 @@ def print_sessions(
 ) -> int:
     store = SessionStore(copilot_home() if copilot else loopdeck_home())
     if copilot:
-        from agent.listing_cache import ListingCache
+        from agent.log.listing_cache import ListingCache
 
         # In loopdeck's home: Copilot's folders are only ever read.
         store.listing_cache = ListingCache(loopdeck_home() / "cache" / "copilot-listing.json")
@@ -99,7 +99,7 @@ def _row(s: SessionSummary) -> tuple[str, ...]:
 
 
 def origin_prefix(s: SessionSummary) -> str:
-    """``⑂ copilot 6a23e131: `` before the first prompt of a fork (agent/fork.py)."""
+    """``⑂ copilot 6a23e131: `` before the first prompt of a fork (agent/log/fork.py)."""
     return f"⑂ {s.origin}: " if s.origin else ""
 
 

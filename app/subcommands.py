@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from agent.store import SessionNotFound
+from agent.log.store import SessionNotFound
 from app.cli import need_terminal
 
 EXIT_USAGE = 2
@@ -68,7 +68,7 @@ def _session_path(parser: argparse.ArgumentParser, spec: str) -> Path:
 
 
 def _replay(argv: list[str]) -> int:
-    from agent.replay import parse_speed
+    from agent.log.replay import parse_speed
 
     parser = _parser("replay", "Replay a recorded session in the timeline.")
     parser.add_argument("session", metavar="SESSION", help="an id, an id prefix, or a path")

@@ -12,12 +12,12 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.store import SessionStore, loopdeck_home
+from agent.log.store import SessionStore, loopdeck_home
 
 if TYPE_CHECKING:
     from agent.models.base import ModelClient
-    from agent.session import Session
-    from agent.tail_resume import TailPreview
+    from agent.session.session import Session
+    from agent.session.tail_resume import TailPreview
 
 DEMO_PROMPT = "Survey this project: what is here, and where is the open work?"
 
@@ -132,12 +132,12 @@ def start_tail(args: argparse.Namespace, cwd: Path) -> Future[TailPreview] | Non
 
     def read() -> None:
         try:
-            from agent.line_heads import start_count
+            from agent.log.line_heads import start_count
 
             # A long log's turns before its tail are counted by ripgrep, in its own
             # process, while this thread loads what reads the tail.
             turn_count = start_count(path, "assistant.turn_start")
-            from agent.tail_resume import read_tail
+            from agent.session.tail_resume import read_tail
 
             preview = read_tail(path, turn_count=turn_count)
             # The tail's replies are drawn with Markdown next: loaded (and its parser

@@ -17,11 +17,11 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
-from agent.events import Event, event_from_json
-from agent.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
-from agent.session_lock import in_use_by
-from agent.store import unreadable_row
-from agent.transcript import Transcript
+from agent.events.schema import Event, event_from_json
+from agent.log.lock import in_use_by
+from agent.log.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
+from agent.log.store import unreadable_row
+from agent.transcript.fold import Transcript
 from app.app_setup import set_up
 from app.drawn import until_drawn
 from app.resume_view import keep_scrollbar_room

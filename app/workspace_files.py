@@ -1,5 +1,5 @@
 """The ``@`` completion source: the workspace's files, listed once per session in a
-thread (never on the UI's loop), then matched as you type (agent/file_index.py)."""
+thread (never on the UI's loop), then matched as you type (agent/session/file_index.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from widgets.completion import Candidate
 
 if TYPE_CHECKING:
-    from agent.file_index import FuzzyIndex
+    from agent.session.file_index import FuzzyIndex
 
 LIMIT = 50  # entries offered; the menu scrolls
 
@@ -27,7 +27,7 @@ class WorkspaceFiles:
     async def load(self, cwd: Path, then: Callable[[], None]) -> None:
         """List ``cwd``; ``then`` runs once the list is there (to offer it for an
         ``@`` typed meanwhile)."""
-        from agent.file_index import FuzzyIndex, list_workspace
+        from agent.session.file_index import FuzzyIndex, list_workspace
 
         self.index = None
         self.index = FuzzyIndex(await asyncio.to_thread(list_workspace, cwd))

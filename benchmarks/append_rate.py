@@ -12,7 +12,7 @@ Side by side, in interleaved rounds, medians of K:
   every chunk becomes an ``assistant.message_delta`` through ``Session.emit``, then
   the reply, usage and turn events are written. Events a second = events the
   session emitted / wall time from send to ``session.idle``. **+ transcript** does
-  the same with a :class:`~agent.transcript.Transcript` subscribed, as the app folds
+  the same with a :class:`~agent.transcript.fold.Transcript` subscribed, as the app folds
   every event it draws.
 - **persisted**: N ``assistant.message`` events (short content) through
   ``Session.emit`` to the log, every one written: the writer's own cost per line.
@@ -32,11 +32,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.events import AssistantMessageData, Event
+from agent.events.schema import AssistantMessageData, Event
+from agent.log.store import SessionStore
 from agent.models.scripted import Script, ScriptedModel, ScriptTurn
-from agent.session import Session
-from agent.store import SessionStore
-from agent.transcript import Transcript
+from agent.session.session import Session
+from agent.transcript.fold import Transcript
 from benchmarks.machine import machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "append_rate.json"

@@ -4,12 +4,12 @@ Builds a synthetic tree (``--files`` files in nested folders, a ``.gitignore`` t
 excludes a build folder of a further 2,000 files), as a git work tree and as a plain
 folder, then times, side by side in one run:
 
-- ``list/git`` and ``list/plain``: :func:`agent.file_index.list_workspace` (done once
+- ``list/git`` and ``list/plain``: :func:`agent.session.file_index.list_workspace` (done once
   per session, off the UI's loop, in a thread);
-- ``match/<query>``: :func:`agent.file_index.fuzzy` over that list for queries of 1 to
+- ``match/<query>``: :func:`agent.session.file_index.fuzzy` over that list for queries of 1 to
   14 characters, each from scratch;
 - ``typed/<query>``: the same query typed a letter at a time through
-  :class:`agent.file_index.FuzzyIndex` (what the app does on each keystroke after
+  :class:`agent.session.file_index.FuzzyIndex` (what the app does on each keystroke after
   ``@``, on the UI's loop): the time per keystroke, averaged over the query's letters.
 
 Reports medians (and min/max) of ``--repeat`` runs in milliseconds.
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.file_index import FuzzyIndex, fuzzy, list_workspace
+from agent.session.file_index import FuzzyIndex, fuzzy, list_workspace
 
 QUERIES = ("m", "mod", "src/mod", "handler_42", "pkg7/sub3/mod_", "zzzzzz")
 

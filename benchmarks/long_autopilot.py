@@ -28,14 +28,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agent.blocks import InfoRowBlock
-from agent.context_window import estimate_tokens, message_text
-from agent.history import SUMMARY_PREFIX
+from agent.log.store import SessionStore, read_events
+from agent.loop.history import SUMMARY_PREFIX
 from agent.models.base import COMPACTION_CALL, RetryPolicy, StreamItem
+from agent.models.context_window import estimate_tokens, message_text
 from agent.models.scripted import Script, ScriptedModel
-from agent.session import Session
-from agent.store import SessionStore, read_events
-from agent.transcript import fold
+from agent.session.session import Session
+from agent.transcript.blocks import InfoRowBlock
+from agent.transcript.fold import fold
 from benchmarks.machine import machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "long_autopilot.json"

@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import agent
-from agent.events import Event, Mode, ToolExecutionCompleteData
+from agent.events.schema import Event, Mode, ToolExecutionCompleteData
+from agent.log.store import EVENTS_FILE, SessionStore
 from agent.models.scripted import Script, ScriptedModel
-from agent.session import Session
-from agent.store import EVENTS_FILE, SessionStore
+from agent.session.session import Session
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 from benchmarks.machine import load_average, machine

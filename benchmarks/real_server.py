@@ -114,9 +114,9 @@ def _ts(wire: dict[str, Any]) -> datetime:
 
 
 async def one_run(server: LlamaServer, kind: str, workdir: Path) -> Run:
+    from agent.log.store import SessionStore
     from agent.models.litellm_client import LiteLLMModel
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.session.session import Session
 
     model = LiteLLMModel(f"openai/{MODEL_ALIAS}", api_base=server.api_base, idle_timeout=600)
     session = await Session.create(model=model, cwd=workdir, store=SessionStore(workdir / "home"))

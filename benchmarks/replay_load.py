@@ -100,11 +100,11 @@ def check(condition: bool, message: str) -> None:
 # =====================================================================================
 
 _FILES = (
-    "agent/loop.py",
-    "agent/session.py",
-    "agent/store.py",
-    "agent/transcript.py",
-    "agent/replay.py",
+    "agent/loop/turn_loop.py",
+    "agent/session/session.py",
+    "agent/log/store.py",
+    "agent/transcript/fold.py",
+    "agent/log/replay.py",
     "app/app.py",
     "app/viewer.py",
     "widgets/timeline.py",
@@ -269,7 +269,7 @@ def _plan_exact(remaining: int) -> list[_User | _Turn]:
 
 def generate_session(path: Path, events: int, *, seed: int = SEED) -> dict[str, Any]:
     """Write ``events`` valid envelopes to ``path``; return counts of what was written."""
-    from agent.events import (
+    from agent.events.schema import (
         AssistantMessageData,
         AssistantReasoningData,
         AssistantTurnEndData,
@@ -632,7 +632,7 @@ async def measure_load(
 
 
 def _playback_wait(times: list[float | None], upto: int, speed: float) -> float:
-    from agent.replay import pacing
+    from agent.log.replay import pacing
 
     return sum(pacing(times[i - 1], times[i], speed).seconds for i in range(1, upto + 1))
 
@@ -668,7 +668,7 @@ async def child_memory(p: dict[str, Any]) -> dict[str, Any]:
     The two modes run in separate processes: tracemalloc's own bookkeeping would
     inflate RSS, and a second load in one process would reuse what the first freed.
     """
-    from agent.replay import EventIndex
+    from agent.log.replay import EventIndex
 
     path, size, encode = Path(p["path"]), tuple(p["size"]), p["encode"]
     # Warm-up on a small log: imports, Textual's CSS and one-time caches.
@@ -721,8 +721,8 @@ async def child_memory(p: dict[str, Any]) -> dict[str, Any]:
     out["shown_bytes"] = out["traced_current_bytes"] - out["index_bytes"]
 
     if p["baseline"]:  # for comparison: what parsing and folding everything costs
-        from agent.store import read_events
-        from agent.transcript import fold
+        from agent.log.store import read_events
+        from agent.transcript.fold import fold
 
         gc.collect()
         start = time.perf_counter()
@@ -811,7 +811,7 @@ def _on_frame(self, now):
         self.call_later(self.exit)
 
 def _setup():
-    _when_imported("agent.replay", lambda m: _timed(m.EventIndex, "build", "index"))
+    _when_imported("agent.log.replay", lambda m: _timed(m.EventIndex, "build", "index"))
 
 _run_app(_setup)
 print("\n@@REPLAY-BENCH-RESULT@@ " + json.dumps(_marks))

@@ -53,9 +53,9 @@ RESULTS = ROOT / "benchmarks" / "results" / "stream_fold.json"
 CHILD = r"""
 import collections, gc, json, statistics, sys, time, tracemalloc
 from pathlib import Path
-from agent.blocks import RawBlock
-from agent.store import read_events, with_unreadable_rows
-from agent.transcript import fold
+from agent.transcript.blocks import RawBlock
+from agent.log.store import read_events, with_unreadable_rows
+from agent.transcript.fold import fold
 
 path, inner = Path(sys.argv[1]), int(sys.argv[2])
 read_ms, fold_ms = [], []

@@ -104,7 +104,7 @@ def _text(rng: random.Random, chars: int) -> str:
 
 def generate(home: Path, events: int, mib: float, *, seed: int = 16) -> dict[str, Any]:
     """Write a session of ``events`` events (~``mib`` MiB) into a loopdeck home."""
-    from agent.events import (
+    from agent.events.schema import (
         AssistantMessageData,
         AssistantTurnEndData,
         AssistantTurnStartData,
@@ -121,7 +121,7 @@ def generate(home: Path, events: int, mib: float, *, seed: int = 16) -> dict[str
         UserMessageData,
         WorkingDirectoryContext,
     )
-    from agent.usage import UsageLedger
+    from agent.events.usage_ledger import UsageLedger
 
     rng = random.Random(seed)
     sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))

@@ -519,9 +519,9 @@ class _TimedModel:
 async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
     from textual.widgets import Markdown
 
+    from agent.log.store import SessionStore
     from agent.models.scripted import Script, ScriptedModel
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.session.session import Session
     from widgets.turn_view import TurnView
 
     # Every Markdown.update/append: when it was asked for and when it finished.
@@ -677,9 +677,9 @@ async def child_stream(p: dict[str, Any]) -> dict[str, Any]:
 async def child_long(p: dict[str, Any]) -> dict[str, Any]:
     from textual.widget import Widget
 
+    from agent.log.store import SessionStore
     from agent.models.scripted import Script, ScriptedModel
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.session.session import Session
 
     n = p["tools"]
     script = Script.model_validate({"turns": long_turns(n, p["delay_ms"], p["tool"])})
@@ -839,9 +839,9 @@ async def child_long(p: dict[str, Any]) -> dict[str, Any]:
 
 async def prepare_resume_session(tmp: Path, n: int, tool: str) -> dict[str, Any]:
     """Record an ``n``-tool-call session through the real loop, with no UI."""
+    from agent.log.store import SessionStore
     from agent.models.scripted import ScriptedModel
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.session.session import Session
 
     make_workspace(tmp / "ws")
     script_path = tmp / "long-script.json"
@@ -870,9 +870,9 @@ async def prepare_resume_session(tmp: Path, n: int, tool: str) -> dict[str, Any]
 
 
 async def child_resume(p: dict[str, Any]) -> dict[str, Any]:
+    from agent.log.store import SessionStore
     from agent.models.scripted import ScriptedModel
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.session.session import Session
     from widgets.turn_view import TurnView
 
     home = Path(p["tmp"]) / "home"

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agent.events import Mode
+from agent.events.schema import Mode
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolKind, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 
@@ -59,9 +59,9 @@ def main(argv: list[str]) -> None:
     import asyncio
     from pathlib import Path
 
-    from agent.permissions import PermissionPolicy
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.log.store import SessionStore
+    from agent.permissions.rules import PermissionPolicy
+    from agent.session.session import Session
     from tests.scripting import scripted
 
     home, workspace = Path(argv[0]), Path(argv[1])

@@ -240,14 +240,14 @@ class LlamaServer:
 def pin_system_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pin the directory and the date the system prompt names: a tiny model's reply is
     the same on every run only for the same prompt (it is a different prompt otherwise)."""
-    import agent.session
-    from agent.prompt import build_system_prompt
+    import agent.session.session
+    from agent.loop.system_prompt import build_system_prompt
 
     def pinned(**kwargs: Any) -> str:
         kwargs.update(cwd=Path("/home/user/project"), today=datetime.date(2026, 1, 1))
         return build_system_prompt(**kwargs)
 
-    monkeypatch.setattr(agent.session, "build_system_prompt", pinned)
+    monkeypatch.setattr(agent.session.session, "build_system_prompt", pinned)
 
 
 @contextlib.contextmanager

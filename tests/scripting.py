@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.events import Event, Mode
+from agent.events.schema import Event, Mode
+from agent.log.store import SessionStore
 from agent.models.base import RetryPolicy, StreamItem
 from agent.models.scripted import Script, ScriptedModel
-from agent.session import Session
-from agent.store import SessionStore
+from agent.session.session import Session
 
 
 def scripted(

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-import agent.events_base
-import agent.model_call
-import agent.session
-from agent.events import Mode
-from agent.session import Session
+import agent.events.base
+import agent.loop.model_call
+import agent.session.session
+from agent.events.schema import Mode
+from agent.session.session import Session
 from app.app import LoopdeckApp
 from tests.scripting import scripted
 
@@ -37,7 +37,7 @@ SETTLE_TIMEOUT = 10.0  # seconds a scripted session may take to go idle
 
 
 class FakeClock:
-    """Stands in for ``agent.events_base.now_iso``: each call is ``step`` later than the last."""
+    """Stands in for ``agent.events.base.now_iso``: each call is ``step`` later than the last."""
 
     def __init__(
         self,
@@ -72,13 +72,13 @@ def pin_determinism(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeClock, FakeUui
     """Patch every clock and id source the session, loop and events read."""
     clock = FakeClock()
     ids = FakeUuid()
-    # Event.new looks ``now_iso`` up in agent.events_base at call time; agent.session
+    # Event.new looks ``now_iso`` up in agent.events.base at call time; agent.session.session
     # imported the name itself (session start time, metadata).
-    monkeypatch.setattr(agent.events_base, "now_iso", clock)
-    monkeypatch.setattr(agent.session, "now_iso", clock)
+    monkeypatch.setattr(agent.events.base, "now_iso", clock)
+    monkeypatch.setattr(agent.session.session, "now_iso", clock)
     # Only these modules' view of ``uuid`` changes; Textual and the rest keep the real one.
     fake_uuid = types.SimpleNamespace(uuid4=ids, UUID=uuid.UUID)
-    for module in (agent.events_base, agent.session, agent.model_call):
+    for module in (agent.events.base, agent.session.session, agent.loop.model_call):
         monkeypatch.setattr(module, "uuid", fake_uuid)
     return clock, ids
 

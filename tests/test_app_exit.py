@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.session_lock import in_use_by
-from agent.store import SessionStore, read_events
+from agent.log.lock import in_use_by
+from agent.log.store import SessionStore, read_events
 from tests.pty_app import AppInPty
 from tests.test_cli import write_script
 from tests.test_cli_edges import TIMEOUT

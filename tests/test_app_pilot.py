@@ -22,8 +22,8 @@ from textual.widgets import Static
 import app.app as app_module
 import widgets.timeline as timeline_module
 import widgets.turn_view as turn_view
-from agent.events import Mode
-from agent.session import Session
+from agent.events.schema import Mode
+from agent.session.session import Session
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
 from app.app import LoopdeckApp, StartupError

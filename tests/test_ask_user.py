@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from agent.blocks import NoticeBlock, TurnBlock
-from agent.events import (
+from agent.events.schema import (
     ToolExecutionCompleteData,
     UserInputCompletedData,
     UserInputRequestedData,
 )
-from agent.session import Session
-from agent.store import SessionStore, read_events
-from agent.todos import TodoItem, TodoStatus
-from agent.transcript import fold
-from agent.user_input import NoOneToAsk, UserAnswer, UserQuestion
+from agent.events.todos import TodoItem, TodoStatus
+from agent.log.store import SessionStore, read_events
+from agent.session.session import Session
+from agent.session.user_input import NoOneToAsk, UserAnswer, UserQuestion
+from agent.transcript.blocks import NoticeBlock, TurnBlock
+from agent.transcript.fold import fold
 from app.cli import main
 from app.export import export_session
 from tests.scripting import new_session, scripted
@@ -317,7 +317,7 @@ async def test_replay_and_both_exports_draw_the_question_the_answer_and_the_todo
 def test_a_question_from_another_producer_without_a_tool_call_is_drawn() -> None:
     """user_input events as the SDK defines them, whoever wrote them; an answer to an
     unknown question stays a raw row, never dropped."""
-    from agent.events import event_from_dict
+    from agent.events.schema import event_from_dict
 
     raw = [
         {"type": "user_input.requested", "data": {"requestId": "r1", "question": "Ship it?"}},
@@ -422,7 +422,7 @@ def test_a_long_todo_list_shows_the_rows_around_the_current_item() -> None:
 
 
 def test_the_card_line_of_a_todo_call_is_its_progress() -> None:
-    from agent import todos
+    from agent.events import todos
     from widgets.format import summarize_arguments
 
     args = {"todos": [{"id": "a", "title": "A", "status": "done"}, {"id": "b", "title": "B"}]}

@@ -17,7 +17,7 @@ import pytest
 from textual.pilot import Pilot
 
 import widgets.arming as arming
-from agent.events import ToolExecutionCompleteData, UserInputCompletedData
+from agent.events.schema import ToolExecutionCompleteData, UserInputCompletedData
 from tests.test_app_pilot import text_of
 from tests.test_permission_ui import (
     SIZE,
@@ -283,8 +283,8 @@ async def test_the_todo_list_is_pinned_with_its_progress_while_items_are_open(
 
 
 async def test_a_resumed_session_pins_its_open_todo_list(tmp_path: Path) -> None:
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.log.store import SessionStore
+    from agent.session.session import Session
     from app.app import LoopdeckApp
     from tests.scripting import scripted
 

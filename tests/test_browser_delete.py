@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from agent.store import SessionStore
+from agent.log.store import SessionStore
 from app.session_browser import SessionBrowser
 from tests.test_one_writer_app import SIZE, app_for, held_session, notifications, script_model
 from tests.test_one_writer_app import wait_for as wait_until

@@ -10,17 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.compaction import CompactionSettings, settings_from
-from agent.context_window import (
-    UNCALIBRATED_MARGIN,
-    ContextLimits,
-    TokenMeter,
-    estimate_tokens,
-    limits_for,
-    message_text,
-    uncalibrated_ratio,
-)
-from agent.events import (
+from agent.events.schema import (
     AssistantMessageData,
     Event,
     SessionCompactionCompleteData,
@@ -30,12 +20,22 @@ from agent.events import (
     ToolResultPayload,
     UserMessageData,
 )
-from agent.history import SUMMARY_PREFIX, History
+from agent.log.store import SessionStore, read_events
+from agent.loop.compaction import CompactionSettings, settings_from
+from agent.loop.history import SUMMARY_PREFIX, History
+from agent.loop.summary_request import summary_request
 from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem, Usage
+from agent.models.context_window import (
+    UNCALIBRATED_MARGIN,
+    ContextLimits,
+    TokenMeter,
+    estimate_tokens,
+    limits_for,
+    message_text,
+    uncalibrated_ratio,
+)
 from agent.models.scripted import Script, ScriptedModel
-from agent.session import Session
-from agent.store import SessionStore, read_events
-from agent.summary_request import summary_request
+from agent.session.session import Session
 from tests.scripting import FakeCountingModel, new_session, scripted
 
 WINDOW = 8_000  # tokens: the system prompt and tools take ~2,500; a dozen reads fill the rest

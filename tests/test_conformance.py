@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.events import (
+from agent.events.schema import (
     DATA_TYPES,
     ElicitationCompletedData,
     Event,
@@ -21,8 +21,8 @@ from agent.events import (
     ToolExecutionPartialResultData,
     event_from_dict,
 )
-from agent.session import Session
-from agent.store import SessionStore, read_events
+from agent.log.store import SessionStore, read_events
+from agent.session.session import Session
 from tests.scripting import new_session, scripted
 
 session_events = pytest.importorskip("copilot.generated.session_events")

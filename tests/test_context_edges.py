@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from agent.compaction import CompactionSettings
-from agent.context_window import ContextLimits, refused_prompt_tokens
-from agent.history import SUMMARY_PREFIX, History
+from agent.loop.compaction import CompactionSettings
+from agent.loop.history import SUMMARY_PREFIX, History
+from agent.loop.summary_request import SUMMARY_SYSTEM
 from agent.models.base import COMPACTION_CALL
+from agent.models.context_window import ContextLimits, refused_prompt_tokens
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.litellm_import import import_litellm
 from agent.models.scripted import Script, ScriptedModel
 from agent.models.select import read_config_file
-from agent.session import Session
-from agent.summary_request import SUMMARY_SYSTEM
+from agent.session.session import Session
 from app.cli import build_parser
 from app.model_setup import context_settings
 from tests.fake_chunk_stream import FakeChunkStream

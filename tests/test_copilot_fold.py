@@ -23,12 +23,19 @@ import pytest
 from copilot.generated import session_events as sdk
 from rich.console import Console, RenderableType
 
-from agent import events as ours
-from agent.blocks import AbortBlock, RawBlock, ShellBlock, ToolCallBlock, TurnBlock, UserBlock
-from agent.events import AssistantMessageData, event_from_dict
-from agent.session_summary import summarize_events
-from agent.store import SessionStore, SessionSummary
-from agent.transcript import Transcript, fold
+from agent.events import schema as ours
+from agent.events.schema import AssistantMessageData, event_from_dict
+from agent.log.store import SessionStore, SessionSummary
+from agent.log.summary import summarize_events
+from agent.transcript.blocks import (
+    AbortBlock,
+    RawBlock,
+    ShellBlock,
+    ToolCallBlock,
+    TurnBlock,
+    UserBlock,
+)
+from agent.transcript.fold import Transcript, fold
 from app.cli import main
 from app.export import export_session, to_html, to_markdown
 from widgets.format import abort_reason

@@ -30,10 +30,10 @@ from typing import Any
 
 import pytest
 
-from agent.blocks import Block, RawBlock, ToolCallBlock, TurnBlock
-from agent.events import DATA_TYPES
-from agent.store import read_events, with_unreadable_rows
-from agent.transcript import Transcript, fold
+from agent.events.schema import DATA_TYPES
+from agent.log.store import read_events, with_unreadable_rows
+from agent.transcript.blocks import Block, RawBlock, ToolCallBlock, TurnBlock
+from agent.transcript.fold import Transcript, fold
 from app.export import to_html, to_markdown
 from app.sessions_table import print_sessions
 from app.viewer import ReplayScreen, ViewerApp

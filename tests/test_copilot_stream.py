@@ -24,13 +24,13 @@ from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
-from agent.blocks import NoticeBlock, RawBlock, TurnBlock, UserBlock
-from agent.events import Event, UnknownData, event_from_dict, event_from_json
-from agent.partial_json import JsonPrefix, parse_prefix
-from agent.session_summary import summarize_events
-from agent.store import SessionStore, SessionSummary, read_events, with_unreadable_rows
-from agent.stream_fold import STREAM_DATA, run_result_of
-from agent.transcript import Transcript, fold
+from agent.events.schema import Event, UnknownData, event_from_dict, event_from_json
+from agent.log.store import SessionStore, SessionSummary, read_events, with_unreadable_rows
+from agent.log.summary import summarize_events
+from agent.transcript.blocks import NoticeBlock, RawBlock, TurnBlock, UserBlock
+from agent.transcript.fold import Transcript, fold
+from agent.transcript.partial_json import JsonPrefix, parse_prefix
+from agent.transcript.stream_fold import STREAM_DATA, run_result_of
 from app.export import export_session
 from app.sessions_table import print_sessions
 from app.viewer import ReplayScreen, ViewerApp

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from agent.blocks import TurnBlock
-from agent.events import WARNING_OUTPUT_TRUNCATED
+from agent.events.schema import WARNING_OUTPUT_TRUNCATED
+from agent.log.store import SessionStore, read_events
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.litellm_import import import_litellm
-from agent.session import Session
-from agent.store import SessionStore, read_events
-from agent.transcript import Transcript, fold
+from agent.session.session import Session
+from agent.transcript.blocks import TurnBlock
+from agent.transcript.fold import Transcript, fold
 from app.export import export_session
 from tests.fake_chunk_stream import FakeChunkStream
 from widgets.format import LIMIT_CUT_MARK

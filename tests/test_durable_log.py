@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from copilot.generated.session_events import session_event_from_dict
 
-import agent.log_writer
-from agent.events import Event
-from agent.permissions import PermissionPolicy
-from agent.session import Session
-from agent.store import SessionStore
+import agent.log.writer
+from agent.events.schema import Event
+from agent.log.store import SessionStore
+from agent.permissions.rules import PermissionPolicy
+from agent.session.session import Session
 from agent.tools.base import ToolContext
 from tests.fake_effect_tool import FakeEffectTool, with_effect_tool
 from tests.scripting import FakeRecorder, new_session, scripted
@@ -171,7 +171,7 @@ class FakeFullDisk:
 
     def __init__(self, marker: bytes) -> None:
         self.marker = marker
-        self.real = agent.log_writer._write_all
+        self.real = agent.log.writer._write_all
         self.full = False
 
     def __call__(self, fd: int, data: bytes) -> int:
@@ -179,7 +179,7 @@ class FakeFullDisk:
             self.full = True
             half = os.write(fd, data[: len(data) // 2])
             no_space = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            raise agent.log_writer._PartialWrite(half, no_space)
+            raise agent.log.writer._PartialWrite(half, no_space)
         return self.real(fd, data)
 
 
@@ -187,7 +187,7 @@ async def test_a_failed_write_stops_the_loop_with_a_storage_error(
     tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     disk = FakeFullDisk(b"b.txt")
-    monkeypatch.setattr(agent.log_writer, "_write_all", disk)
+    monkeypatch.setattr(agent.log.writer, "_write_all", disk)
     store = SessionStore(loopdeck_home)
     model = scripted(
         [
@@ -230,7 +230,7 @@ async def test_a_failed_write_stops_the_loop_with_a_storage_error(
     await session.close()
 
     # Space again: the session resumes and goes on.
-    monkeypatch.setattr(agent.log_writer, "_write_all", disk.real)
+    monkeypatch.setattr(agent.log.writer, "_write_all", disk.real)
     resumed = await Session.resume(
         store=store,
         session_id=session.id,
@@ -283,7 +283,7 @@ async def test_waiting_on_a_writer_ends_when_its_task_is_gone(tmp_path: Path) ->
     # whoever drains it (the turn ending as it is cancelled) must not wait for ever.
     import asyncio
 
-    from agent.events import SessionInfoData
+    from agent.events.schema import SessionInfoData
 
     store = SessionStore(tmp_path / "home")
     writer = await store.open_writer("s-1")

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from agent.blocks import TurnBlock
-from agent.replay import EventIndex
-from agent.store import read_events
-from agent.transcript import Transcript, fold
+from agent.log.replay import EventIndex
+from agent.log.store import read_events
+from agent.transcript.blocks import TurnBlock
+from agent.transcript.fold import Transcript, fold
 from app.cli import main
 
 session_events = pytest.importorskip("copilot.generated.session_events")

@@ -7,9 +7,9 @@ import re
 import uuid
 from datetime import UTC, datetime
 
-from agent.blocks import parse_timestamp
-from agent.events import Event, SessionIdleData
-from agent.events_base import new_event_id, now_iso
+from agent.events.base import new_event_id, now_iso
+from agent.events.schema import Event, SessionIdleData
+from agent.transcript.blocks import parse_timestamp
 
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from copilot.generated.session_events import session_event_from_dict
 
+from agent.log.store import ForeignSession, SessionNotFound, SessionStore
 from agent.models.scripted import Script, ScriptedModel
-from agent.store import ForeignSession, SessionNotFound, SessionStore
 from app.cli import main
 from tests.scripting import FakeCountingModel
 
@@ -277,8 +277,8 @@ def test_an_export_of_a_fork_is_the_fork_and_names_its_origin(
 
 
 def test_a_sub_agents_conversation_is_not_the_main_history() -> None:
-    from agent.history import History
-    from agent.store import read_events
+    from agent.log.store import read_events
+    from agent.loop.history import History
 
     history = History()
     for event in read_events(REAL / "irrlicht-foreground-subagent" / "events.jsonl").events:
@@ -383,7 +383,7 @@ def test_lines_of_the_origin_that_are_not_events_are_left_out_with_a_warning(
 async def test_a_new_session_never_makes_its_folder_through_a_link_out(
     tmp_path: Path, loopdeck_home: Path
 ) -> None:
-    from agent.session import Session
+    from agent.session.session import Session
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -52,13 +52,13 @@ from copilot.generated.session_events import session_event_from_dict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.blocks import NoticeBlock
-from agent.events import DATA_TYPES, event_from_json
-from agent.events_base import is_event_id
-from agent.replay import EventIndex, LogFollower, pacing
-from agent.session import Session
-from agent.store import SessionStore
-from agent.transcript import Transcript, fold
+from agent.events.base import is_event_id
+from agent.events.schema import DATA_TYPES, event_from_json
+from agent.log.replay import EventIndex, LogFollower, pacing
+from agent.log.store import SessionStore
+from agent.session.session import Session
+from agent.transcript.blocks import NoticeBlock
+from agent.transcript.fold import Transcript, fold
 from app.export import export_session
 from app.headless import HeadlessPrinter
 from app.sessions_table import print_sessions

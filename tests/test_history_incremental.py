@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.context_window import ContextLimits, TokenMeter
-from agent.events import (
+from agent.events.schema import (
     AssistantMessageData,
     Event,
     EventData,
@@ -18,7 +17,8 @@ from agent.events import (
     ToolResultPayload,
     UserMessageData,
 )
-from agent.history import SUMMARY_PREFIX, History
+from agent.loop.history import SUMMARY_PREFIX, History
+from agent.models.context_window import ContextLimits, TokenMeter
 
 
 class FakeMessage(dict[str, Any]):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import agent.replay
-from agent.replay import EventIndex
+import agent.log.replay
+from agent.log.replay import EventIndex
 
 
 def _lines(n: int) -> list[str]:
@@ -39,7 +39,7 @@ def test_windows_index_the_same_lines_as_one_read(
     path = tmp_path / "events.jsonl"
     path.write_text(text, encoding="utf-8")
     whole = EventIndex.build(path)
-    monkeypatch.setattr(agent.replay, "_WINDOW", 8192)  # two pages: most lines cross one
+    monkeypatch.setattr(agent.log.replay, "_WINDOW", 8192)  # two pages: most lines cross one
     windowed = EventIndex.build(path)
     assert len(whole) == len(windowed) == 40
     assert list(windowed.offsets) == list(whole.offsets)

@@ -2,7 +2,7 @@
 
 The system prompt, skills, hooks, MCP servers, permissions, auto-model routing,
 compactions, truncations, rewinds, notifications and the usage summary each become
-one compact row (agent/info_rows.py); a `!command` becomes a tool card; reasoning is
+one compact row (agent/transcript/info_rows.py); a `!command` becomes a tool card; reasoning is
 a collapsed "thinking" row; Copilot's diffs (``\\ndiff --git``) are drawn as diffs.
 Most checks read the real logs in ``tests/fixtures/copilot-real``.
 """
@@ -19,11 +19,11 @@ from rich.console import Console, Group
 from rich.syntax import Syntax
 from textual.app import App, ComposeResult
 
-from agent.blocks import InfoRowBlock, RawBlock, ShellBlock, ToolCallBlock, TurnBlock
-from agent.events import event_from_dict
-from agent.info_rows import INFO_TYPES
-from agent.store import read_events
-from agent.transcript import Transcript, fold
+from agent.events.schema import event_from_dict
+from agent.log.store import read_events
+from agent.transcript.blocks import InfoRowBlock, RawBlock, ShellBlock, ToolCallBlock, TurnBlock
+from agent.transcript.fold import Transcript, fold
+from agent.transcript.info_rows import INFO_TYPES
 from app.export import export_session, to_html, to_markdown
 from app.viewer import ReplayScreen, ViewerApp
 from tests.test_transcript import Stream

@@ -1,4 +1,4 @@
-"""Counting a log's lines of a type by their head (agent.line_heads): in this process,
+"""Counting a log's lines of a type by their head (agent.log.line_heads): in this process,
 a chunk at a time, and by ripgrep in its own process; both agree with a plain split
 of the file into lines, and a ripgrep that fails or hangs leaves the count to this
 process."""
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import agent.line_heads
-from agent.line_heads import RipgrepCount, count_before, last_before, start_count
-from agent.ripgrep import find_rg
+import agent.log.line_heads
+from agent.log.line_heads import RipgrepCount, count_before, last_before, start_count
+from agent.system.ripgrep import find_rg
 
 TURN = "assistant.turn_start"
 # Lines a log may hold: the type's own, other types, the head mid-line (a tool's
@@ -64,7 +64,7 @@ def test_counting_here_agrees_with_splitting_the_file_into_lines(
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
     # Chunks smaller than some lines: the head spans the seam between two reads.
-    monkeypatch.setattr(agent.line_heads, "COUNT_CHUNK", chunk)
+    monkeypatch.setattr(agent.log.line_heads, "COUNT_CHUNK", chunk)
     stop = cut.draw(st.integers(0, len(data)))
     expected = _reference(data, stop)
     assert (count_before(path, TURN, stop), last_before(path, TURN, stop)) == expected
@@ -119,7 +119,7 @@ def test_a_failing_ripgrep_gives_no_count(tmp_path: Path, body: str) -> None:
 def test_a_hung_ripgrep_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "events.jsonl"
     path.write_bytes(LINES[0] + b"\n")
-    monkeypatch.setattr(agent.line_heads, "RG_TIMEOUT", 0.2)
+    monkeypatch.setattr(agent.log.line_heads, "RG_TIMEOUT", 0.2)
     counting = RipgrepCount.start(
         path, TURN, rg=_fake_rg(tmp_path, "import time\ntime.sleep(600)\n")
     )
@@ -133,14 +133,14 @@ def test_ripgrep_is_started_only_where_it_pays(
 ) -> None:
     path = tmp_path / "events.jsonl"
     path.write_bytes(LINES[0] + b"\n")
-    monkeypatch.setattr(agent.line_heads, "find_rg", lambda: "/bin/true")
+    monkeypatch.setattr(agent.log.line_heads, "find_rg", lambda: "/bin/true")
     assert start_count(path, TURN) is None  # a short file: counted here
-    assert start_count(path, TURN, before=agent.line_heads.RG_MIN_BYTES - 1) is None
-    monkeypatch.setattr(agent.line_heads, "RG_MIN_BYTES", 0)
+    assert start_count(path, TURN, before=agent.log.line_heads.RG_MIN_BYTES - 1) is None
+    monkeypatch.setattr(agent.log.line_heads, "RG_MIN_BYTES", 0)
     started = start_count(path, TURN)
     assert started is not None
     started.cancel()
     assert start_count(path, "not a type; rm -rf /") is None  # only plain type names
     assert start_count(tmp_path / "missing", TURN) is None
-    monkeypatch.setattr(agent.line_heads, "find_rg", lambda: None)
+    monkeypatch.setattr(agent.log.line_heads, "find_rg", lambda: None)
     assert start_count(path, TURN) is None

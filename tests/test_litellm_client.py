@@ -410,7 +410,7 @@ def test_litellm_import_is_configured(litellm: Any) -> None:
 
 def test_importing_the_client_does_not_import_litellm() -> None:
     code = (
-        "import sys, agent.models.litellm_client, agent.models.select, agent.prompt; "
+        "import sys, agent.models.litellm_client, agent.models.select, agent.loop.system_prompt; "
         "assert 'litellm' not in sys.modules, 'litellm imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)

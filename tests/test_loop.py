@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agent.events import (
+from agent.events.schema import (
     AssistantMessageData,
     SessionErrorData,
     SessionIdleData,
@@ -18,7 +18,7 @@ from agent.events import (
     ToolExecutionCompleteData,
     UserMessageData,
 )
-from agent.loop import NUDGE
+from agent.loop.turn_loop import NUDGE
 from agent.models.base import RetryPolicy, StreamItem
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools

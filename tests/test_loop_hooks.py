@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from agent.events import (
+from agent.events.schema import (
     ExternalToolRequestedData,
     SessionWarningData,
     ToolExecutionCompleteData,
     ToolRequest,
     UserMessageData,
 )
-from agent.hooks import LoopHooks, PromptDecision, ToolAfterword, ToolDecision
-from agent.loop import MAX_STOP_BLOCKS
-from agent.permissions import PermissionAnswer, PermissionPrompt
+from agent.loop.hooks import LoopHooks, PromptDecision, ToolAfterword, ToolDecision
+from agent.loop.turn_loop import MAX_STOP_BLOCKS
+from agent.permissions.rules import PermissionAnswer, PermissionPrompt
 from agent.tools.base import ToolResult
 from agent.tools.external import ExternalToolCalls, ExternalToolSpec, external_tool
 from agent.tools.registry import ToolRegistry, default_tools

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.log.store import SessionStore
 from agent.models.base import RetryPolicy
 from agent.models.litellm_client import PLACEHOLDER_API_KEY, LiteLLMModel
 from agent.models.settings import (
@@ -18,7 +19,6 @@ from agent.models.settings import (
     check_api_base,
     worst_case_seconds,
 )
-from agent.store import SessionStore
 from tests.fake_openai_server import FakeOpenAIServer, empty_body, openai_server, text
 
 __all__ = ["openai_server"]  # the fixture

@@ -8,7 +8,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from agent.transcript import Transcript
+from agent.transcript.fold import Transcript
 from tests.test_app_pilot import Harness, make_workspace, started, text_of, wait_for
 from tests.test_transcript import Stream
 from widgets.status_bar import StatusBar

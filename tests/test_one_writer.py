@@ -24,16 +24,16 @@ from typing import Any
 import pytest
 from copilot.generated.session_events import session_event_from_dict
 
-from agent import session_lock
-from agent.session import Session
-from agent.session_lock import (
+from agent.log import lock as session_lock
+from agent.log.lock import (
     LOCK_FILE,
     SessionInUse,
     SessionLock,
     in_use_by,
     read_holder,
 )
-from agent.store import SessionStore
+from agent.log.store import SessionStore
+from agent.session.session import Session
 from app.sessions_table import outcome_cell
 from tests.scripting import scripted
 

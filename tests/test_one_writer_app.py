@@ -17,9 +17,9 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
+from agent.log.store import SessionStore
 from agent.models.scripted import ScriptedModel
-from agent.session import Session
-from agent.store import SessionStore
+from agent.session.session import Session
 from app.app import LoopdeckApp
 from app.cli import build_parser
 from app.session_browser import SessionBrowser

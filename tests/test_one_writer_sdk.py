@@ -20,8 +20,8 @@ copilot = pytest.importorskip("copilot")
 from copilot import CopilotClient, PermissionHandler, RuntimeConnection  # noqa: E402
 from copilot._jsonrpc import JsonRpcError  # noqa: E402
 
-from agent.session_lock import read_holder  # noqa: E402
-from agent.store import read_events  # noqa: E402
+from agent.log.lock import read_holder  # noqa: E402
+from agent.log.store import read_events  # noqa: E402
 from app.server.rpc import SERVER_ERROR  # noqa: E402
 
 T = 30.0

@@ -18,13 +18,13 @@ import pytest
 from textual.pilot import Pilot
 
 import widgets.arming as arming
-from agent.blocks import NoticeBlock
-from agent.events import ElicitationCompletedData, ElicitationRequestedData, Mode
-from agent.permission_level import CONTENT_KEY, SOURCE, Level
-from agent.permissions import PermissionPolicy
-from agent.session import Session
-from agent.store import SessionStore, read_events
-from agent.transcript import Transcript
+from agent.events.schema import ElicitationCompletedData, ElicitationRequestedData, Mode
+from agent.log.store import SessionStore, read_events
+from agent.permissions.level import CONTENT_KEY, SOURCE, Level
+from agent.permissions.rules import PermissionPolicy
+from agent.session.session import Session
+from agent.transcript.blocks import NoticeBlock
+from agent.transcript.fold import Transcript
 from app.app import LoopdeckApp
 from app.cli import main
 from tests.scripting import FakeRecorder, scripted
@@ -160,8 +160,8 @@ def workspace(tmp_path: Path) -> Path:
 def test_denied_kinds_follow_the_rules(
     allow: list[str], deny: list[str], allow_all: bool, denied: list[str]
 ) -> None:
-    from agent.permission_gate import PermissionGate
-    from agent.permission_level import denied_kinds
+    from agent.permissions.gate import PermissionGate
+    from agent.permissions.level import denied_kinds
     from agent.tools.registry import default_tools
 
     class FakeHost:

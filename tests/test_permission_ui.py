@@ -21,9 +21,9 @@ from textual.widgets import Input
 
 import widgets.arming as arming
 import widgets.timeline as timeline_module
-from agent.events import Mode, PermissionCompletedData, ToolExecutionCompleteData
-from agent.permissions import PermissionAnswer, PermissionPolicy, PermissionPrompt
-from agent.session import Session
+from agent.events.schema import Mode, PermissionCompletedData, ToolExecutionCompleteData
+from agent.permissions.rules import PermissionAnswer, PermissionPolicy, PermissionPrompt
+from agent.session.session import Session
 from app.app import LoopdeckApp
 from tests.scripting import FakeRecorder, scripted
 from tests.test_app_pilot import text_of

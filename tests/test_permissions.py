@@ -8,8 +8,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agent.events import PermissionCompletedData, PermissionRequestedData, ToolExecutionCompleteData
-from agent.permissions import (
+from agent.events.schema import (
+    PermissionCompletedData,
+    PermissionRequestedData,
+    ToolExecutionCompleteData,
+)
+from agent.permissions.rules import (
     PermissionAnswer,
     PermissionPolicy,
     PermissionPrompt,
@@ -17,7 +21,7 @@ from agent.permissions import (
     RuleError,
     command_identifiers,
 )
-from agent.shell_commands import parse_line
+from agent.permissions.shell_commands import parse_line
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry
 from tests.scripting import new_session, scripted

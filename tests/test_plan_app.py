@@ -10,8 +10,8 @@ import pytest
 from textual.pilot import Pilot
 
 import widgets.arming as arming
-from agent.events import ExitPlanModeCompletedData, SessionModeChangedData
-from agent.permissions import PermissionPolicy
+from agent.events.schema import ExitPlanModeCompletedData, SessionModeChangedData
+from agent.permissions.rules import PermissionPolicy
 from tests.test_app_pilot import text_of
 from tests.test_permission_level import (
     GREET,
@@ -256,7 +256,7 @@ async def test_a_recorded_session_draws_the_plan_above_its_question(
 ) -> None:
     # With a log, events reach the timeline once written: the question must wait for
     # its plan to be drawn, not appear before it.
-    from agent.store import SessionStore
+    from agent.log.store import SessionStore
 
     h = Harness(
         workspace,

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from agent.events import (
+from agent.events.schema import (
     ExitPlanModeCompletedData,
     ExitPlanModeRequestedData,
     SessionModeChangedData,
     SessionPlanChangedData,
     ToolExecutionCompleteData,
 )
-from agent.plan_review import PlanDecision, PlanReview
-from agent.store import SessionStore
-from agent.transcript import Transcript
+from agent.log.store import SessionStore
+from agent.transcript.fold import Transcript
+from agent.transcript.plan_review import PlanDecision, PlanReview
 from tests.scripting import new_session, scripted
 
 session_events = pytest.importorskip("copilot.generated.session_events")
@@ -125,7 +125,7 @@ async def test_approved_plan_moves_to_autopilot_and_the_loop_goes_on(tmp_path: P
 
     # Replay folds the plan and the user's answer.
     transcript = Transcript()
-    from agent.store import read_events
+    from agent.log.store import read_events
 
     for event in read_events(store.events_path(session.id)).events:
         transcript.apply(event)
@@ -212,7 +212,7 @@ async def test_resume_closes_a_question_a_crash_left_open(tmp_path: Path) -> Non
     import asyncio
     import shutil
 
-    from agent.session import Session
+    from agent.session.session import Session
 
     store = SessionStore(tmp_path / "home")
     model = scripted([{"text": "Plan.", "tool_calls": [EXIT]}])

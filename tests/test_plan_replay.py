@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.plan_review import PlanDecision, PlanReview
-from agent.store import SessionStore
+from agent.log.store import SessionStore
+from agent.transcript.plan_review import PlanDecision, PlanReview
 from app.export import export_session
 from app.viewer import ReplayScreen, ViewerApp
 from tests.scripting import new_session, scripted

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.log_writer import set_aside_torn_tail
+from agent.log.writer import set_aside_torn_tail
 from tests.test_cli import run, write_script
 
 _BESIDE_PYTHON = Path(sys.executable).with_name("loopdeck")
@@ -103,7 +103,7 @@ def test_torn_fragments_set_aside_in_the_same_second_are_all_kept(
         def now(cls, tz: object = None) -> FrozenClock:  # type: ignore[override]
             return cls(2025, 1, 1, 12, 0, 0)
 
-    monkeypatch.setattr("agent.log_writer.datetime", FrozenClock)
+    monkeypatch.setattr("agent.log.writer.datetime", FrozenClock)
     log = tmp_path / "events.jsonl"
     for fragment in ("first half", "second half"):
         log.write_bytes(b'{"type":"x","id":"a"}\n' + fragment.encode())

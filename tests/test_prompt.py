@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.prompt import INSTRUCTION_LIMIT, build_system_prompt, git_branch, git_head
+from agent.loop.system_prompt import INSTRUCTION_LIMIT, build_system_prompt, git_branch, git_head
 
 ALL_TOOLS = [
     "view",

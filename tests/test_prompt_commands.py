@@ -13,8 +13,8 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
-from agent.session import Session
-from agent.store import SessionStore, read_events
+from agent.log.store import SessionStore, read_events
+from agent.session.session import Session
 from app.app import LoopdeckApp
 from tests.scripting import FakeRecorder, scripted
 from tests.test_app_pilot import (
@@ -566,9 +566,9 @@ async def test_compact_with_a_focus_while_a_summary_runs_says_it_starts_over(
 async def test_compact_summarises_now_and_the_next_turn_starts_from_the_summary(
     tmp_path: Path,
 ) -> None:
-    from agent.blocks import InfoRowBlock
-    from agent.history import SUMMARY_PREFIX
+    from agent.loop.history import SUMMARY_PREFIX
     from agent.models.base import COMPACTION_CALL
+    from agent.transcript.blocks import InfoRowBlock
 
     h = Harness(ANSWERS, make_workspace(tmp_path))
     async with h.app.run_test(size=SIZE) as pilot:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from agent import attachments as att
-from agent.file_index import FuzzyIndex, fuzzy, list_workspace
-from agent.permissions import PermissionPolicy
-from agent.session import Session
-from agent.store import SessionStore, read_events
+from agent.events import attachments as att
+from agent.log.store import SessionStore, read_events
+from agent.permissions.rules import PermissionPolicy
+from agent.session.file_index import FuzzyIndex, fuzzy, list_workspace
+from agent.session.session import Session
 from app import commands
 from tests.scripting import new_session, scripted
 
@@ -132,8 +132,8 @@ async def test_rename_is_shown_in_the_session_listing(tmp_path: Path) -> None:
 
 
 def test_replay_and_export_draw_the_new_events(tmp_path: Path) -> None:
-    from agent.blocks import NoticeBlock, ShellBlock, UserBlock
-    from agent.transcript import fold
+    from agent.transcript.blocks import NoticeBlock, ShellBlock, UserBlock
+    from agent.transcript.fold import fold
     from app.export import to_html, to_markdown
 
     # Copilot's own !echo hello: a row with its output, not a raw row.
@@ -314,7 +314,7 @@ async def test_resume_closes_a_bang_command_the_crash_cut_short(tmp_path: Path) 
         assert closing.startswith("The user ran a shell command themselves:\n$ sleep 60\nError:")
     finally:
         await resumed.close()
-    from agent.transcript import fold
+    from agent.transcript.fold import fold
 
     replay = fold(read_events(path).events, replay=True)
     assert not replay.busy  # not drawn as still running
@@ -322,7 +322,7 @@ async def test_resume_closes_a_bang_command_the_crash_cut_short(tmp_path: Path) 
 
 async def test_a_mode_without_the_shell_refuses_a_bang_command(tmp_path: Path) -> None:
     """Where a mode offers no bash (plan mode), a !command is refused, not run unchecked."""
-    from agent.events import Mode
+    from agent.events.schema import Mode
     from agent.tools.registry import ToolRegistry
     from agent.tools.view import ViewTool
 

@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from agent.events import SessionErrorData
+from agent.events.schema import SessionErrorData
+from agent.log.store import SessionStore
 from agent.models.base import ModelReply, ProviderError, RetryPolicy, StreamItem
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.litellm_import import import_litellm
 from agent.models.provider_errors import provider_error_from, strip_credentials
-from agent.session import Session
-from agent.store import SessionStore
+from agent.session.session import Session
 from tests.fake_openai_server import (
     FakeOpenAIServer,
     cut_stream,

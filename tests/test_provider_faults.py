@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from agent.events import WARNING_OUTPUT_TRUNCATED
-from agent.history import SUMMARY_PREFIX
+from agent.events.schema import WARNING_OUTPUT_TRUNCATED
+from agent.loop.history import SUMMARY_PREFIX
 from agent.models.litellm_import import import_litellm
 from app.cli import EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
 from tests.fake_openai_server import (

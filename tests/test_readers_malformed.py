@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from copilot.generated.session_events import session_event_from_dict
 
-from agent.events import EventParseError, SessionWarningData, event_from_json
-from agent.events_base import is_event_id
-from agent.replay import EventIndex, LogFollower
-from agent.store import SessionStore, read_events
+from agent.events.base import is_event_id
+from agent.events.schema import EventParseError, SessionWarningData, event_from_json
+from agent.log.replay import EventIndex, LogFollower
+from agent.log.store import SessionStore, read_events
 from app.viewer import ViewerApp, WatchScreen
 from tests.test_cli import run, write_script
 

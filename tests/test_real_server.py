@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from agent.events import Event
+from agent.events.schema import Event
+from agent.log.store import SessionStore
 from agent.models.base import RetryPolicy
 from agent.models.settings import worst_case_seconds
-from agent.store import SessionStore
 from tests.llama_server import (
     MODEL_ALIAS,
     LlamaServer,
@@ -88,7 +88,7 @@ async def test_streams_counts_and_runs_a_tool_call(
     server: LlamaServer, tmp_path: Path, pinned_prompt: None
 ) -> None:
     from agent.models.litellm_client import LiteLLMModel
-    from agent.session import Session
+    from agent.session.session import Session
 
     ws = workspace(tmp_path)
     home = tmp_path / "home"

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agent.context_window import MESSAGE_OVERHEAD
-from agent.events import (
+from agent.events.schema import (
     AssistantMessageData,
     AssistantUsageData,
     Event,
@@ -35,9 +34,10 @@ from agent.events import (
     SessionUsageInfoData,
     UserMessageData,
 )
-from agent.history import SUMMARY_PREFIX
-from agent.loop import LoopOutcome
-from agent.store import SessionStore
+from agent.log.store import SessionStore
+from agent.loop.history import SUMMARY_PREFIX
+from agent.loop.turn_loop import LoopOutcome
+from agent.models.context_window import MESSAGE_OVERHEAD
 from tests.llama_server import (
     MODEL_ALIAS,
     LlamaServer,
@@ -47,7 +47,7 @@ from tests.llama_server import (
 )
 
 if TYPE_CHECKING:
-    from agent.session import Session
+    from agent.session.session import Session
 
 pytestmark = [
     pytest.mark.real_server,
@@ -56,7 +56,7 @@ pytestmark = [
 
 MODEL = f"openai/{MODEL_ALIAS}"
 # The system prompt and the tool definitions take ~2,300 tokens, ~2,800 until the server
-# has counted a request (see agent/context_window.py): the window leaves room for turns.
+# has counted a request (see agent/models/context_window.py): the window leaves room for turns.
 WINDOW = 6144
 SMALL_WINDOW = 4096  # the first-request test: a prompt that fills it is quicker to read
 N_PREDICT = 32  # each reply, the summary's too: short, and fast on two cores
@@ -96,7 +96,7 @@ def recorded(server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> I
 
 async def new_session(server: LlamaServer, tmp: Path, window: int) -> Session:
     from agent.models.litellm_client import LiteLLMModel
-    from agent.session import Session
+    from agent.session.session import Session
 
     ws = tmp / "ws"
     ws.mkdir()
@@ -240,7 +240,8 @@ async def test_the_first_request_fits_before_the_server_has_counted_one(
         fixed = session.context.meter.last_counted
         assert fixed is not None
         count = session.context.meter.count_text
-        code = Path(__file__).resolve().parent.parent.joinpath("agent", "history.py").read_text()
+        root = Path(__file__).resolve().parent.parent
+        code = root.joinpath("agent", "loop", "history.py").read_text()
         # Counted by litellm at 93 % of the window with the system prompt and tools: an
         # earlier exchange about the code (as a resumed log holds it; no call made, so
         # nothing reported yet), then the new prompt.

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.events import AssistantTurnStartData, Event, UserMessageData
-from agent.replay import (
+from agent.events.schema import AssistantTurnStartData, Event, UserMessageData
+from agent.log.replay import (
     GAP_LIMIT,
     EventIndex,
     LogFollower,

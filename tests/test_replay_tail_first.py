@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import app.viewer
-from agent.replay import EventIndex
-from agent.session import Session
-from agent.store import SessionStore
+from agent.log.replay import EventIndex
+from agent.log.store import SessionStore
+from agent.session.session import Session
 from app.viewer import ReplayScreen, ViewerApp
 from tests.scripting import new_session, scripted
 from tests.test_compaction import notes, tool_turn

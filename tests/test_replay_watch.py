@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from agent.events import UnknownData, event_from_json
-from agent.store import SessionNotFound
+from agent.events.schema import UnknownData, event_from_json
+from agent.log.store import SessionNotFound
 from app.cli import main
 from app.locate import locate_session
 from app.viewer import ReplayScreen, ViewerApp, WatchScreen

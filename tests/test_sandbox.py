@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from agent.events import SessionWarningData
+from agent.events.schema import SessionWarningData
 from agent.models.select import ConfigError, read_config_file
-from agent.permissions import PermissionPolicy
+from agent.permissions.rules import PermissionPolicy
 from agent.sandbox import landlock
 from agent.sandbox.policy import Sandbox, SandboxSettings, Support, probe
-from agent.session import Session
+from agent.session.session import Session
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.bash import BashArgs, BashTool
 from app.cli import main

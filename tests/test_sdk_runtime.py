@@ -56,10 +56,10 @@ from copilot.generated.session_events import (  # noqa: E402
 )
 from pydantic import BaseModel, Field  # noqa: E402
 
-from agent.blocks import RawBlock  # noqa: E402
-from agent.history import History  # noqa: E402
-from agent.store import read_events  # noqa: E402
-from agent.transcript import Transcript  # noqa: E402
+from agent.log.store import read_events  # noqa: E402
+from agent.loop.history import History  # noqa: E402
+from agent.transcript.blocks import RawBlock  # noqa: E402
+from agent.transcript.fold import Transcript  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -772,7 +772,7 @@ async def test_the_example_app_runs_against_loopdeck(tmp_path: Path) -> None:
 
 async def test_system_message_appends_to_or_replaces_the_prompt(tmp_path: Path) -> None:
     """In process: the runtime's handlers, with a connection that only records."""
-    from agent.store import SessionStore
+    from agent.log.store import SessionStore
     from app.server.bridge import SdkSession
     from app.server.methods import Runtime as Server
     from app.server.rpc import Connection
@@ -817,7 +817,7 @@ async def test_system_message_appends_to_or_replaces_the_prompt(tmp_path: Path) 
 async def test_a_rule_naming_an_unknown_tool_refuses_the_session(tmp_path: Path) -> None:
     """``--allow-tool`` rules may name a built-in tool that asks or one of the session's
     own tools; any other kind is refused with the valid ones listed."""
-    from agent.store import SessionStore
+    from agent.log.store import SessionStore
     from app.server.methods import Runtime as Server
     from app.server.rpc import Connection, RpcError
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.events import (
+from agent.events.schema import (
     ToolErrorPayload,
     ToolExecutionCompleteData,
     ToolExecutionPartialResultData,
     ToolResultPayload,
 )
-from agent.secrets import EnvFilter, SecretMasker, mask
+from agent.sandbox.secrets import EnvFilter, SecretMasker, mask
 from agent.tools.base import ToolContext
 from agent.tools.bash import BashArgs, BashTool, child_env
 from app.cli import main

@@ -18,15 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import agent.log_scan
-from agent.session_summary import LISTING_TYPES, summarize_events
-from agent.store import SessionStore, SessionSummary
+import agent.log.scan
+from agent.log.store import SessionStore, SessionSummary
+from agent.log.summary import LISTING_TYPES, summarize_events
 
 REAL = Path(__file__).parent / "fixtures" / "copilot-real"
 REAL_LOGS = sorted(REAL.glob("*/events.jsonl"))
 ROOT = Path(__file__).parent.parent
 # What a listing does without: the event models (pydantic), and asyncio (the writer's).
-HEAVY = ("agent.events", "agent.events_base", "pydantic", "asyncio")
+HEAVY = ("agent.events.schema", "agent.events.base", "pydantic", "asyncio")
 
 
 def store_of(tmp_path: Path, *logs: Path) -> SessionStore:
@@ -71,7 +71,7 @@ def test_a_copilot_listing_parses_only_the_lines_it_reads(
     log = REAL / "irrlicht-foreground-subagent" / "events.jsonl"
     store = store_of(tmp_path, log)
     parsed: list[str] = []
-    real_read = agent.log_scan.read_line
+    real_read = agent.log.scan.read_line
 
     def counting(line: str) -> Any:
         obj = real_read(line)
@@ -79,7 +79,7 @@ def test_a_copilot_listing_parses_only_the_lines_it_reads(
         return obj
 
     # Every line the scan parses goes through here.
-    monkeypatch.setattr(agent.log_scan, "read_line", counting)
+    monkeypatch.setattr(agent.log.scan, "read_line", counting)
     summary = store.summary(log.parent.name)
     assert summary.turns == 4 and summary.tool_calls == 3
     lines = log.read_text().splitlines()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agent.permissions import PermissionPolicy, command_identifiers, writes_files
-from agent.shell_commands import parse_line
+from agent.permissions.rules import PermissionPolicy, command_identifiers, writes_files
+from agent.permissions.shell_commands import parse_line
 from app.cli import main
 
 # --- ≥ 40 spellings of a denied command -------------------------------------------

@@ -22,7 +22,7 @@ import pytest
 from textual.app import App
 from textual.pilot import Pilot
 
-from agent.store import SessionStore
+from agent.log.store import SessionStore
 from app.session_browser import SessionBrowser
 from app.viewer import STYLES, ReplayScreen, ViewerApp
 from widgets.tool_card import ToolCard

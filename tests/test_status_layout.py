@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.transcript import Transcript
+from agent.transcript.fold import Transcript
 from tests.test_transcript import Stream
 from widgets.status_bar import StatusBar
 from widgets.status_layout import Segment, fit
@@ -88,7 +88,7 @@ def test_what_goes_first_at_narrow_widths() -> None:
 
 
 def test_context_use_shows_once_measured_and_gives_way_before_the_model() -> None:
-    from agent.events import SessionUsageInfoData
+    from agent.events.schema import SessionUsageInfoData
 
     s = Stream()
     s.start()

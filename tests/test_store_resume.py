@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from agent.events import (
+from agent.events.schema import (
     AssistantMessageData,
     AssistantTurnStartData,
     Event,
@@ -17,9 +17,9 @@ from agent.events import (
     ToolRequest,
     UserMessageData,
 )
-from agent.session import Session
-from agent.store import SessionStore, parse_lines, read_events
-from agent.store import loopdeck_home as home_from_env
+from agent.log.store import SessionStore, parse_lines, read_events
+from agent.log.store import loopdeck_home as home_from_env
+from agent.session.session import Session
 from tests.scripting import FakeRecorder, new_session, scripted
 
 GREP = {"name": "grep", "arguments": {"pattern": "x"}}

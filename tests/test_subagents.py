@@ -13,13 +13,13 @@ from typing import Any
 
 from copilot.generated.session_events import session_event_from_dict
 
-from agent.blocks import NoticeBlock, ToolCallBlock, TurnBlock, UserBlock
-from agent.events import AbortData, Event, event_from_dict, event_from_json
-from agent.history import History
-from agent.replay import EventIndex
-from agent.session_summary import summarize_events
-from agent.store import SessionSummary, read_events, with_unreadable_rows
-from agent.transcript import Transcript, fold
+from agent.events.schema import AbortData, Event, event_from_dict, event_from_json
+from agent.log.replay import EventIndex
+from agent.log.store import SessionSummary, read_events, with_unreadable_rows
+from agent.log.summary import summarize_events
+from agent.loop.history import History
+from agent.transcript.blocks import NoticeBlock, ToolCallBlock, TurnBlock, UserBlock
+from agent.transcript.fold import Transcript, fold
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL = FIXTURES / "copilot-real" / "irrlicht-foreground-subagent" / "events.jsonl"

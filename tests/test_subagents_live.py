@@ -13,9 +13,9 @@ from pathlib import Path
 from rich.console import Console
 from textual.app import App, ComposeResult
 
-from agent.events import Event, event_from_dict
-from agent.store import read_events, with_unreadable_rows
-from agent.transcript import fold
+from agent.events.schema import Event, event_from_dict
+from agent.log.store import read_events, with_unreadable_rows
+from agent.transcript.fold import fold
 from widgets.timeline import Timeline
 from widgets.tool_card import ToolCard, card_renderable
 from widgets.turn_view import TurnView

@@ -1,5 +1,5 @@
 """Resume draws the tail of a long log before its session is open: read back from the
-log's end (agent.tail_resume.read_tail), numbered as in the whole log, and kept when
+log's end (agent.session.tail_resume.read_tail), numbered as in the whole log, and kept when
 the session opens (or drawn again from the session when the log changed meanwhile)."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-import agent.line_heads
-import agent.tail_resume
-from agent.events import AssistantUsageData, Event
-from agent.replay import EventIndex
-from agent.ripgrep import find_rg
-from agent.session import Session
-from agent.store import SessionStore
-from agent.tail_resume import TailPreview, plan_resume, read_tail
-from agent.usage import UsageLedger
+import agent.log.line_heads
+import agent.session.tail_resume
+from agent.events.schema import AssistantUsageData, Event
+from agent.events.usage_ledger import UsageLedger
+from agent.log.replay import EventIndex
+from agent.log.store import SessionStore
+from agent.session.session import Session
+from agent.session.tail_resume import TailPreview, plan_resume, read_tail
+from agent.system.ripgrep import find_rg
 from app.resume_view import counts_before
 from tests.scripting import new_session, scripted
 from tests.test_compaction import notes, tool_turn
@@ -65,9 +65,9 @@ def count_by(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if how == "ripgrep":
         if find_rg() is None:
             pytest.skip("ripgrep (rg) is not installed")
-        monkeypatch.setattr(agent.line_heads, "RG_MIN_BYTES", 0)
+        monkeypatch.setattr(agent.log.line_heads, "RG_MIN_BYTES", 0)
     else:
-        monkeypatch.setattr(agent.line_heads, "find_rg", lambda: None)
+        monkeypatch.setattr(agent.log.line_heads, "find_rg", lambda: None)
 
 
 @pytest.mark.parametrize("how", ["here", "ripgrep"])
@@ -80,8 +80,8 @@ async def test_the_tail_read_back_from_the_end_is_the_tail_of_the_whole_index(
     count_by(how, monkeypatch)
     # Tiny windows and chunks: the window grows back several times, and lines (and
     # the type a count looks for) span the chunks they are counted in.
-    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
-    monkeypatch.setattr(agent.line_heads, "COUNT_CHUNK", 37)
+    monkeypatch.setattr(agent.session.tail_resume, "_TAIL_WINDOW", 200)
+    monkeypatch.setattr(agent.log.line_heads, "COUNT_CHUNK", 37)
     preview = read_tail(path, tail_turns)
     assert _seen(preview) == _whole(path, tail_turns)
     if tail_turns <= 3:
@@ -98,9 +98,9 @@ async def test_when_ripgrep_fails_the_turns_are_counted_here(
     fake = tmp_path / "fake-rg"
     fake.write_text(f"#!{sys.executable}\nimport sys\nprint('999')\nsys.exit(2)\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(agent.line_heads, "find_rg", lambda: str(fake))
-    monkeypatch.setattr(agent.line_heads, "RG_MIN_BYTES", 0)
-    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
+    monkeypatch.setattr(agent.log.line_heads, "find_rg", lambda: str(fake))
+    monkeypatch.setattr(agent.log.line_heads, "RG_MIN_BYTES", 0)
+    monkeypatch.setattr(agent.session.tail_resume, "_TAIL_WINDOW", 200)
     preview = read_tail(path, 2)
     assert preview.index.start > 0
     assert _seen(preview) == _whole(path, 2)
@@ -116,8 +116,8 @@ async def test_a_log_whose_lines_do_not_start_with_their_type_is_counted_whole(
     path.write_text(
         "".join(json.dumps({"id": r["id"], **r}) + "\n" for r in rows), encoding="utf-8"
     )
-    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
-    monkeypatch.setattr(agent.line_heads, "COUNT_CHUNK", 37)
+    monkeypatch.setattr(agent.session.tail_resume, "_TAIL_WINDOW", 200)
+    monkeypatch.setattr(agent.log.line_heads, "COUNT_CHUNK", 37)
     preview = read_tail(path, 3)
     assert preview.index.start > 0
     assert _seen(preview) == _whole(path, 3)
@@ -136,8 +136,8 @@ async def test_a_usage_checkpoint_far_before_the_window_is_found_back_across_chu
     first = 3
     kept = [*lines[:first], Event.new(ledger.checkpoint(), None).to_json() + "\n", *lines[first:]]
     path.write_text("".join(kept), encoding="utf-8")
-    monkeypatch.setattr(agent.tail_resume, "_TAIL_WINDOW", 200)
-    monkeypatch.setattr(agent.line_heads, "COUNT_CHUNK", 53)
+    monkeypatch.setattr(agent.session.tail_resume, "_TAIL_WINDOW", 200)
+    monkeypatch.setattr(agent.log.line_heads, "COUNT_CHUNK", 53)
     preview = read_tail(path, 2)
     assert preview.usage_offset == sum(len(line.encode()) for line in kept[:first])
     assert preview.usage is not None and preview.usage.type == "session.usage_checkpoint"
@@ -173,7 +173,7 @@ async def test_the_app_draws_the_tail_before_the_session_opens_and_keeps_it(
     from app.app import LoopdeckApp
 
     store, sid = await _log(tmp_path, 12)
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 3)
     release = asyncio.Event()
 
     async def reopen() -> Session:
@@ -239,7 +239,7 @@ async def test_a_tail_read_while_the_app_loaded_is_in_its_first_frame(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_before_the_app: bool
 ) -> None:
     store, sid = await _log(tmp_path, 6)
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 3)
     path = store.events_path(sid)
     tail: Future[TailPreview] = _future(path) if read_before_the_app else Future()
     release = asyncio.Event()
@@ -283,7 +283,7 @@ async def test_a_log_that_changed_after_its_tail_was_drawn_is_drawn_again(
     from app.app import LoopdeckApp
 
     store, sid = await _log(tmp_path, 6)
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 3)
     path = store.events_path(sid)
     tail = _future(path)
     release = asyncio.Event()
@@ -320,18 +320,18 @@ async def test_a_log_that_changed_after_its_tail_was_drawn_is_drawn_again(
 async def test_the_index_reads_a_timestamp_only_when_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agent.replay
+    import agent.log.replay
 
     store, sid = await _log(tmp_path, 3)
     path = store.events_path(sid)
     read: list[bytes] = []
-    real = agent.replay._envelope_stamp
+    real = agent.log.replay._envelope_stamp
 
     def counting(line: bytes, *, whole: bool) -> bytes | None:
         read.append(line)
         return real(line, whole=whole)
 
-    monkeypatch.setattr(agent.replay, "_envelope_stamp", counting)
+    monkeypatch.setattr(agent.log.replay, "_envelope_stamp", counting)
     index = EventIndex.build(path)
     assert len(index) > 10 and read == []  # indexing never looks for timestamps
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
@@ -360,7 +360,7 @@ async def test_the_cli_starts_reading_the_tail_only_for_a_session_resumed_in_pla
     assert future is not None
     preview = future.result(timeout=60)
     assert preview.index.path == store.events_path(sid)
-    assert _seen(preview) == _whole(store.events_path(sid), agent.tail_resume.TAIL_TURNS)
+    assert _seen(preview) == _whole(store.events_path(sid), agent.session.tail_resume.TAIL_TURNS)
 
 
 async def test_the_drawn_tail_mounts_its_last_blocks_first_then_the_rest_in_order(
@@ -370,7 +370,7 @@ async def test_the_drawn_tail_mounts_its_last_blocks_first_then_the_rest_in_orde
     from app.resume_view import FIRST_BLOCKS, draw_preview, mount_rest
 
     store, sid = await _log(tmp_path, 14)
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 10)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 10)
     preview = read_tail(store.events_path(sid))
     never = asyncio.Event()
 
@@ -434,7 +434,7 @@ async def test_a_tail_that_does_not_fill_the_screen_mounts_more_before_the_sessi
     from app.resume_view import FIRST_BLOCKS
 
     store, sid = await _log(tmp_path, 14)
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 10)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 10)
     never = asyncio.Event()
 
     async def opener() -> Session:

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-import agent.events
-import agent.tail_resume
-from agent.events import Event, event_from_json
-from agent.history import SUMMARY_PREFIX, History
-from agent.session import Session
-from agent.store import SessionStore, read_events
-from agent.tail_resume import plan_resume
+import agent.events.schema
+import agent.session.tail_resume
+from agent.events.schema import Event, event_from_json
+from agent.log.store import SessionStore, read_events
+from agent.loop.history import SUMMARY_PREFIX, History
+from agent.session.session import Session
+from agent.session.tail_resume import plan_resume
 from tests.scripting import new_session, scripted
 from tests.test_compaction import WINDOW, notes, tool_turn
 
@@ -78,9 +78,9 @@ async def test_resume_never_parses_the_history_before_the_checkpoint(
         parsed.append(text)
         return event_from_json(text)
 
-    # The index parses its lines through agent.events (imported when it first parses).
-    monkeypatch.setattr(agent.events, "event_from_json", counting)
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 2)  # the timeline's part: 2 turns
+    # The index parses its lines through agent.events.schema (imported when it first parses).
+    monkeypatch.setattr(agent.events.schema, "event_from_json", counting)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 2)  # the timeline's part: 2 turns
     again = scripted([{"text": "answer"}])
     resumed = await Session.resume(store=store, session_id=sid, model=again)
     warnings = [e for e in resumed.backlog if e.type == "session.warning"]
@@ -148,7 +148,7 @@ async def test_the_app_draws_the_tail_and_counts_the_whole_session(
     session, _ = await new_session(model, tmp_path, store=store)
     await session.send_and_wait("Read the notes.")
     await session.close()
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 3)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 3)
 
     async def reopen() -> Session:
         return await Session.resume(store=store, session_id=session.id, model=scripted([]))
@@ -189,7 +189,7 @@ async def test_the_earlier_log_and_the_backlog_make_the_whole_log(
     await session.send_and_wait("Read the notes.")
     await session.close()
     logged = [row["id"] for row in _lines(store, session.id)]
-    monkeypatch.setattr(agent.tail_resume, "TAIL_TURNS", 2)
+    monkeypatch.setattr(agent.session.tail_resume, "TAIL_TURNS", 2)
     resumed = await Session.resume(store=store, session_id=session.id, model=scripted([]))
     earlier = resumed.earlier_events()
     assert earlier  # the backlog holds only the tail
@@ -252,7 +252,7 @@ async def test_a_resumed_history_keeps_what_the_summary_left_after_an_empty_repl
 async def test_the_plan_counts_what_comes_before_the_tail_and_before_the_fold(
     tmp_path: Path, tail_turns: int
 ) -> None:
-    from agent.tail_resume import Counts
+    from agent.session.tail_resume import Counts
 
     store, sid = await _compacted_log(tmp_path)
     plan = plan_resume(store.events_path(sid), tail_turns)

@@ -16,7 +16,7 @@ from textual.style import Style
 from textual.widget import Widget
 from textual.widgets import Static
 
-from agent.blocks import TurnBlock
+from agent.transcript.blocks import TurnBlock
 from app import textual_fixes
 from tests.test_transcript import Stream, ToolSpec
 from widgets.timeline import Timeline

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from copilot.generated import session_events
 
-from agent.events import ToolExecutionCompleteData
-from agent.permissions import PermissionPolicy
-from agent.store import SessionStore
+from agent.events.schema import ToolExecutionCompleteData
+from agent.log.store import SessionStore
+from agent.permissions.rules import PermissionPolicy
 from tests.scripting import new_session, scripted
 
 LONG = "n" * 300 + ".txt"  # over the 255 bytes a file name may have

@@ -8,22 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.blocks import (
-    AbortBlock,
-    Block,
-    Change,
-    ErrorBlock,
-    InfoRowBlock,
-    NoticeBlock,
-    RawBlock,
-    TaskCompleteBlock,
-    ToolCallBlock,
-    TurnBlock,
-    UserBlock,
-    parse_timestamp,
-)
-from agent.error_hints import error_hint
-from agent.events import (
+from agent.events.schema import (
     AbortData,
     AssistantMessageData,
     AssistantMessageDeltaData,
@@ -61,7 +46,22 @@ from agent.events import (
     event_from_dict,
     event_from_json,
 )
-from agent.transcript import Transcript, fold
+from agent.transcript.blocks import (
+    AbortBlock,
+    Block,
+    Change,
+    ErrorBlock,
+    InfoRowBlock,
+    NoticeBlock,
+    RawBlock,
+    TaskCompleteBlock,
+    ToolCallBlock,
+    TurnBlock,
+    UserBlock,
+    parse_timestamp,
+)
+from agent.transcript.error_hints import error_hint
+from agent.transcript.fold import Transcript, fold
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 MODEL = "test-model"

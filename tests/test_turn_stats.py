@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from agent.blocks import TurnBlock
-from agent.events import (
+from agent.events.schema import (
     AssistantUsageData,
     Event,
     SessionCustomNotificationData,
     SessionUsageCheckpointData,
 )
-from agent.replay import EventIndex
-from agent.session import Session
-from agent.session_summary import summarize_events
-from agent.store import SessionStore, SessionSummary, read_events
-from agent.transcript import Transcript, fold
+from agent.log.replay import EventIndex
+from agent.log.store import SessionStore, SessionSummary, read_events
+from agent.log.summary import summarize_events
+from agent.session.session import Session
+from agent.transcript.blocks import TurnBlock
+from agent.transcript.fold import Transcript, fold
 from app.export import to_html, to_markdown
 from tests.scripting import new_session, scripted
 from tests.snapshot_support import pin_determinism
@@ -294,8 +294,8 @@ async def test_replay_and_watch_of_a_long_log_count_the_turns_they_do_not_load(
 
 
 def test_foreign_or_malformed_notes_and_checkpoints_are_kept_or_ignored_not_fatal() -> None:
-    from agent.blocks import RawBlock
-    from agent.events import AssistantTurnStartData
+    from agent.events.schema import AssistantTurnStartData
+    from agent.transcript.blocks import RawBlock
 
     def ev(data: Any) -> Event:
         return Event.new(data, None)

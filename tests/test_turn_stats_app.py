@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from agent.blocks import TurnBlock
+from agent.transcript.blocks import TurnBlock
 from app.app import LoopdeckApp
 from tests.snapshot_support import TERMINAL, make_app, make_workspace, pin_determinism, settle
 from widgets.turn_digest import TurnDigest
@@ -117,8 +117,8 @@ def test_snapshot_turn_speed_and_usage(snap_compare: SnapCompare, workspace: Pat
 async def test_the_status_bar_of_a_resumed_session_counts_the_whole_session(
     workspace: Path, loopdeck_home: Path
 ) -> None:
-    from agent.session import Session
-    from agent.store import SessionStore
+    from agent.log.store import SessionStore
+    from agent.session.session import Session
     from tests.scripting import scripted
 
     usage = [{"prompt_tokens": 1000, "completion_tokens": 5, "cost": 0.001}]

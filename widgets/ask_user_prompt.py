@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from agent.user_input import UserAnswer, UserQuestion
+from agent.session.user_input import UserAnswer, UserQuestion
 from widgets.arming import Arming
 
 

@@ -89,10 +89,10 @@ def summarize_arguments(tool: str, arguments: Any, width: int = 70) -> str:
         return one_line(arguments, width)  # malformed JSON from the model, shown as is
     if not isinstance(arguments, dict) or not arguments:
         return ""
-    if tool == "update_todos":  # agent.todos.TOOL_NAME
+    if tool == "update_todos":  # agent.events.todos.TOOL_NAME
         # Imported here: the session listing uses this module and must not load the
-        # event models (agent.todos needs them).
-        from agent import todos
+        # event models (agent.events.todos needs them).
+        from agent.events import todos
 
         items = todos.parse_todos(arguments)
         if items is not None:  # the list itself is drawn from the result

@@ -1,4 +1,4 @@
-"""Collapsed rows: an info event (agent/info_rows.py) and a turn's reasoning.
+"""Collapsed rows: an info event (agent/transcript/info_rows.py) and a turn's reasoning.
 
 Both show one line and open on click or Enter to their detail. The detail is built
 only when opened, and a long one (a 40 KB system prompt) is cut to its first lines.
@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from agent.blocks import InfoRowBlock, TurnBlock
+from agent.transcript.blocks import InfoRowBlock, TurnBlock
 
 MAX_BODY_LINES = 200  # of an opened row in the timeline
 REASONING = "reasoning"  # stands for a turn's reasoning among its opened tool calls

@@ -8,7 +8,14 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
-from agent.blocks import AbortBlock, ErrorBlock, NoticeBlock, RawBlock, TaskCompleteBlock, UserBlock
+from agent.transcript.blocks import (
+    AbortBlock,
+    ErrorBlock,
+    NoticeBlock,
+    RawBlock,
+    TaskCompleteBlock,
+    UserBlock,
+)
 from widgets.format import abort_reason
 from widgets.lazy_rich import rich_markdown
 

@@ -1,6 +1,6 @@
 """The question asked once before autopilot: what may it do in this session?
 
-A modal list of the levels (agent.permission_level): 1 / 2 / 3 or the arrows and
+A modal list of the levels (agent.permissions.level): 1 / 2 / 3 or the arrows and
 Enter choose, Esc cancels the switch. It dismisses with the level, or None. Like the
 permission prompt it takes no choice for a moment after it is drawn: an Enter meant
 for the prompt must not allow every tool.
@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from agent.permission_level import OPTIONS, QUESTION, Level, LevelOption
+from agent.permissions.level import OPTIONS, QUESTION, Level, LevelOption
 from widgets.arming import Arming
 
 _KIND_WORDS = {"write": "file edits", "shell": "shell commands", "custom-tool": "app tools"}

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from agent.permissions import PermissionAnswer, PermissionPrompt, command_identifiers
+from agent.permissions.rules import PermissionAnswer, PermissionPrompt, command_identifiers
 from widgets.arming import Arming
 from widgets.lazy_rich import highlighted
 

@@ -1,6 +1,6 @@
 """Plan mode in the timeline: the proposed plan, and the question that approves it.
 
-:class:`PlanView` draws a :class:`~agent.blocks.PlanBlock` (live and in replay): the
+:class:`PlanView` draws a :class:`~agent.transcript.blocks.PlanBlock` (live and in replay): the
 summary, the plan as Markdown, and what the user decided. :class:`PlanApproval` is the
 inline question under it while the user decides: 1 approve (interactive), 2 approve
 (autopilot), 3 keep planning (with feedback for the model). Like the permission
@@ -19,9 +19,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from agent.blocks import PlanBlock
-from agent.events import PlanAction
-from agent.plan_review import outcome_text
+from agent.events.schema import PlanAction
+from agent.transcript.blocks import PlanBlock
+from agent.transcript.plan_review import outcome_text
 from widgets.arming import Arming
 from widgets.lazy_rich import rich_markdown
 

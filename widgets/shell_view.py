@@ -7,7 +7,7 @@ from rich.padding import Padding
 from rich.text import Text
 from textual.widgets import Static
 
-from agent.blocks import ShellBlock
+from agent.transcript.blocks import ShellBlock
 from widgets.format import duration, preview
 
 _GLYPH = {"running": "●", "success": "✓", "failure": "✗", "interrupted": "■", "pending": "○"}

@@ -14,7 +14,7 @@ from rich.console import RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from agent.blocks import (
+from agent.transcript.blocks import (
     AbortBlock,
     ErrorBlock,
     NoticeBlock,
@@ -24,7 +24,7 @@ from agent.blocks import (
     TurnBlock,
     UserBlock,
 )
-from agent.subagents import Subagent
+from agent.transcript.subagents import Subagent
 from widgets.format import duration, one_line, preview, tokens
 from widgets.lazy_rich import rich_markdown
 

@@ -17,7 +17,8 @@ from textual.message import Message
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
-from agent.blocks import (
+from agent.events.schema import AssistantMessageDeltaData, Event
+from agent.transcript.blocks import (
     AbortBlock,
     Block,
     Change,
@@ -32,8 +33,7 @@ from agent.blocks import (
     TurnBlock,
     UserBlock,
 )
-from agent.events import AssistantMessageDeltaData, Event
-from agent.transcript import Transcript
+from agent.transcript.fold import Transcript
 from widgets.info_row import InfoRowView, ReasoningView
 from widgets.message_blocks import (
     AbortView,

@@ -6,7 +6,7 @@ from rich.console import RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
-from agent.todos import GLYPH, TodoItem, current, has_open, progress
+from agent.events.todos import GLYPH, TodoItem, current, has_open, progress
 
 MAX_ROWS = 6  # items shown; the rest are counted
 

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from agent.blocks import ToolCallBlock
+from agent.transcript.blocks import ToolCallBlock
 from widgets.format import diff_body, duration, preview, summarize_arguments
 from widgets.lazy_rich import highlighted
 from widgets.subagent_view import subagent_parts

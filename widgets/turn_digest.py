@@ -22,7 +22,7 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual.widgets import Static
 
-from agent.blocks import ToolCallBlock, TurnBlock
+from agent.transcript.blocks import ToolCallBlock, TurnBlock
 from widgets.info_row import REASONING, reasoning_text
 from widgets.lazy_rich import rich_markdown
 from widgets.tool_card import card_renderable

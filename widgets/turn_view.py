@@ -18,7 +18,7 @@ from textual.timer import Timer
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
-from agent.blocks import ToolCallBlock, TurnBlock
+from agent.transcript.blocks import ToolCallBlock, TurnBlock
 from widgets.format import LIMIT_CUT_MARK, cost, duration, speed, tokens
 from widgets.info_row import REASONING, ReasoningView
 from widgets.lazy_rich import rich_markdown

@@ -63,7 +63,7 @@ class ModelReply:
 
 StreamItem = TextDelta | ReasoningDelta | ModelReply
 
-# The ``call_index`` of a summary request (agent/compaction.py): not one of the
+# The ``call_index`` of a summary request (agent/loop/compaction.py): not one of the
 # session's turns, so a scripted model answers it with its summary, not a turn.
 COMPACTION_CALL = -1
 
@@ -130,7 +130,8 @@ class ModelClient(Protocol):
 @runtime_checkable
 class ReplyCapped(Protocol):
     """A model whose replies the session can bound: the window it was told leaves only
-    so much room for the reply (see :attr:`agent.context_window.ContextLimits.sent_max_tokens`)."""
+    so much room for the reply (see
+    :attr:`agent.models.context_window.ContextLimits.sent_max_tokens`)."""
 
     def cap_reply(self, tokens: int | None) -> None:
         """Ask every later reply for at most ``tokens`` (None: the model's own choice)."""

@@ -197,7 +197,7 @@ class LiteLLMModel:
         if self._api_base is not None:
             return None  # a server of one's own: the map's limits are not its model's
         if not self._cap_known:
-            from agent.context_window import reply_cap_from_map
+            from agent.models.context_window import reply_cap_from_map
 
             self._cap = reply_cap_from_map(self._model)
             self._cap_known = True

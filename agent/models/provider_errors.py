@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agent.models.base import ProviderError
 from agent.models.select import provider_key_vars
-from agent.secrets import mask
+from agent.sandbox.secrets import mask
 
 
 @dataclass(frozen=True, slots=True)

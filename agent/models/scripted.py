@@ -77,7 +77,7 @@ class ScriptTurn(_Strict):
 
 
 class ScriptCompaction(_Strict):
-    """How the scripted model answers a summary request (agent/compaction.py)."""
+    """How the scripted model answers a summary request (agent/loop/compaction.py)."""
 
     summary: str | None = None  # None: a summary built from the conversation
     error: ScriptedFailure | None = None

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.secrets import EnvFilter
+from agent.sandbox.secrets import EnvFilter
 
 if TYPE_CHECKING:
+    from agent.events.todos import TodoList
     from agent.sandbox.policy import Confinement
-    from agent.todos import TodoList
-    from agent.user_input import UserQuestions
+    from agent.session.user_input import UserQuestions
 
 # ``custom-tool``: a tool an SDK app defined and runs itself (see tools/external.py).
 ToolKind = Literal["read", "write", "shell", "custom-tool"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import Field
 
 from agent.sandbox.policy import Confinement
-from agent.secrets import EnvFilter
+from agent.sandbox.secrets import EnvFilter
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 
 SHELL = "/bin/bash"

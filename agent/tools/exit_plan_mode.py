@@ -9,7 +9,7 @@ from pydantic import Field
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 
 if TYPE_CHECKING:
-    from agent.plan_mode import PlanMode
+    from agent.session.plan_mode import PlanMode
 
 
 class ExitPlanModeArgs(ToolArgs):
@@ -21,13 +21,13 @@ class ExitPlanModeArgs(ToolArgs):
 
 
 class ExitPlanModeTool(Tool):
-    name = "exit_plan_mode"  # agent.plan_mode.EXIT_TOOL
+    name = "exit_plan_mode"  # agent.session.plan_mode.EXIT_TOOL
     description = (
         "Call this when your plan is ready: it shows the plan to the user, who approves it "
         "(then you implement it) or asks you to keep planning (you get their feedback). "
         "Only in plan mode."
     )
-    # It changes nothing in the workspace; it asks the user (see agent.plan_mode).
+    # It changes nothing in the workspace; it asks the user (see agent.session.plan_mode).
     kind = "read"
     Args = ExitPlanModeArgs
 

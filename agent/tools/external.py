@@ -15,7 +15,12 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
-from agent.events import Event, EventData, ExternalToolCompletedData, ExternalToolRequestedData
+from agent.events.schema import (
+    Event,
+    EventData,
+    ExternalToolCompletedData,
+    ExternalToolRequestedData,
+)
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 
 

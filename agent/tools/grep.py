@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agent.ripgrep import find_rg
+from agent.system.ripgrep import find_rg
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.beneath import (
     READ_FLAGS,

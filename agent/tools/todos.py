@@ -1,4 +1,4 @@
-"""``update_todos``: the model keeps a checklist for the task (see agent.todos)."""
+"""``update_todos``: the model keeps a checklist for the task (see agent.events.todos)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agent.todos import MAX_TODOS, TOOL_NAME, TodoItem, checklist, has_open
+from agent.events.todos import MAX_TODOS, TOOL_NAME, TodoItem, checklist, has_open
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 
 

@@ -2,5 +2,5 @@
 
 JSON-RPC 2.0 with ``Content-Length`` framing over stdio or TCP (``main``), the
 methods of protocol version 3 (``methods``), and the bridge from an SDK session to
-a loopdeck :class:`~agent.session.Session` (``bridge``).
+a loopdeck :class:`~agent.session.session.Session` (``bridge``).
 """

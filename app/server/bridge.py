@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.events import (
+from agent.events.schema import (
     AssistantMessageData,
     Event,
     Mode,
@@ -24,9 +24,9 @@ from agent.events import (
     ToolRequest,
     UserMessageData,
 )
-from agent.hooks import LoopHooks, PromptDecision, ToolAfterword, ToolDecision
-from agent.permissions import PermissionAnswer, PermissionPrompt
-from agent.session import Session
+from agent.loop.hooks import LoopHooks, PromptDecision, ToolAfterword, ToolDecision
+from agent.permissions.rules import PermissionAnswer, PermissionPrompt
+from agent.session.session import Session
 from agent.tools.base import Tool, ToolResult
 from agent.tools.external import ExternalToolCalls, ExternalToolSpec, external_tool
 from agent.tools.registry import ToolRegistry, default_tools

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from agent.store import SessionStore, loopdeck_home, make_private_dirs
+from agent.log.store import SessionStore, loopdeck_home, make_private_dirs
 from app.server.methods import Runtime
 from app.server.rpc import Connection
 

@@ -18,26 +18,26 @@ from pathlib import Path
 from typing import Any
 
 from agent import __version__
-from agent.attachments import AttachmentError, normalize
-from agent.compaction import settings_from
-from agent.events import (
+from agent.events.attachments import AttachmentError, normalize
+from agent.events.schema import (
     EventData,
     Mode,
     SessionErrorData,
     SessionInfoData,
     SessionWarningData,
 )
-from agent.loop import DEFAULT_MAX_CONTINUES, LoopOutcome
+from agent.events.todos import sdk_rows
+from agent.log.lock import SessionInUse, delete_session
+from agent.log.store import ForeignSession, SessionStore, SessionSummary, read_events
+from agent.loop.compaction import settings_from
+from agent.loop.turn_loop import DEFAULT_MAX_CONTINUES, LoopOutcome
 from agent.models.base import ModelClient
 from agent.models.scripted import SCRIPTED_PREFIX, ScriptError, shipped_script_names
 from agent.models.select import NO_MODEL_HELP
 from agent.models.settings import ApiBaseError, check_api_base
-from agent.permissions import PermissionPolicy, RuleError
+from agent.permissions.rules import PermissionPolicy, RuleError
 from agent.sandbox.policy import Sandbox
-from agent.secrets import EnvFilter
-from agent.session_lock import SessionInUse, delete_session
-from agent.store import ForeignSession, SessionStore, SessionSummary, read_events
-from agent.todos import sdk_rows
+from agent.sandbox.secrets import EnvFilter
 from agent.tools.external import ExternalToolSpec
 from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model, provider_settings

@@ -4,7 +4,7 @@ An app that registered ``on_exit_plan_mode_request`` (``requestExitPlanMode`` on
 create/resume) is asked ``exitPlanMode.request`` when the model proposes its plan,
 and its answer (``approved``, ``selectedAction``, ``feedback``) decides. Without a
 handler, or when the app cannot answer, the answer is the unattended one of
-:mod:`agent.plan_mode` (``exit_only``): nobody approved an implementation.
+:mod:`agent.session.plan_mode` (``exit_only``): nobody approved an implementation.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agent.plan_review import UNATTENDED, PlanDecision, PlanReview, PlanReviewer
-from agent.session import Session
+from agent.session.session import Session
+from agent.transcript.plan_review import UNATTENDED, PlanDecision, PlanReview, PlanReviewer
 from app.server.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent.user_input import NoOneToAsk, UserAnswer, UserInputAsker, UserQuestion
+from agent.session.user_input import NoOneToAsk, UserAnswer, UserInputAsker, UserQuestion
 from app.server.rpc import Connection, ConnectionClosed, RpcError
 
 

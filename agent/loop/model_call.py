@@ -1,0 +1,157 @@
+"""One model call of a turn: the request streamed, retried on provider errors.
+
+:class:`ModelCall` sends the history with the tool schemas, emits each streamed
+delta as it arrives and returns the model's whole reply. A retryable provider
+error is retried after the model's retry policy's delay (an
+``assistant.turn_retry`` each time); a "too long" refusal is retried once after
+the conversation is made smaller. What a failed attempt streamed is kept in the
+log, marked cut. Between attempts it keeps the streaming state (message id,
+text so far, clock) so an abort can record the partial reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from agent.events.schema import (
+    AssistantMessageDeltaData,
+    AssistantMessageStartData,
+    AssistantReasoningDeltaData,
+    AssistantTurnRetryData,
+)
+from agent.events.turn_notes import StreamClock, attempt_cut_note
+from agent.loop.host import LoopHost
+from agent.models.base import ModelReply, ProviderError, ReasoningDelta, TextDelta
+
+# Longest stretch of stream handling between two yields to the event loop.
+STREAM_YIELD_SECONDS = 0.005
+
+
+class ModelCall:
+    """Calls the model for a turn; holds the current attempt's streaming state."""
+
+    def __init__(self, host: LoopHost) -> None:
+        self.host = host
+        self.message_id = ""
+        self.clock = StreamClock("")
+        # Chunks of the reply streaming now, joined on demand: ``+=`` on an attribute
+        # copies the whole reply each time (quadratic: seconds for 100,000 chunks).
+        self._chunks: list[str] = []
+
+    @property
+    def partial_text(self) -> str:
+        """What the current attempt has streamed so far."""
+        return "".join(self._chunks)
+
+    async def run(self, turn_id: str) -> ModelReply:
+        host = self.host
+        policy = host.model.retry_policy
+        attempt = 0
+        refused = False  # the provider said the request was too long (retried once)
+        while True:
+            self.message_id = new_id()
+            self._chunks = []
+            index = host.model_calls - 1
+            try:
+                await host.context.before_call()
+                reply = await self._stream(index)
+                host.context.after_call(reply)
+                return reply
+            except ProviderError as exc:
+                self._note_cut(turn_id, attempt + 1)
+                if exc.error_type == "context_limit":
+                    if refused:
+                        raise refused_again(exc) from None
+                    refused = True
+                    if not await host.context.shrink_after_refusal(exc.message):
+                        raise too_long_alone(exc) from None
+                    host.emit(
+                        AssistantTurnRetryData(
+                            turn_id=turn_id,
+                            model=host.model.name,
+                            reason=(
+                                "context_limit: the provider refused the request as too long; "
+                                "the conversation was made smaller — sending it once more"
+                            ),
+                        )
+                    )
+                    continue
+                if not exc.retryable or attempt >= policy.max_retries:
+                    raise
+                delay = policy.delay(attempt, exc.retry_after)
+                attempt += 1
+                host.emit(
+                    AssistantTurnRetryData(
+                        turn_id=turn_id,
+                        model=host.model.name,
+                        reason=(
+                            f"{exc.error_type}: {exc.message} — retry {attempt} of "
+                            f"{policy.max_retries} in {delay:.1f}s"
+                        ),
+                    )
+                )
+                await asyncio.sleep(delay)
+
+    def _note_cut(self, turn_id: str, attempt: int) -> None:
+        """Record what a failed attempt streamed: the timeline keeps it, marked cut."""
+        if self.partial_text:
+            self.host.emit(attempt_cut_note(turn_id, self.message_id, attempt, self.partial_text))
+
+    async def _stream(self, call_index: int) -> ModelReply:
+        host = self.host
+        messages = host.history.with_system(host.system_prompt())
+        tools = host.tools().schemas()
+        reasoning_id: str | None = None
+        start = host.emit(AssistantMessageStartData(message_id=self.message_id))
+        self.clock = clock = StreamClock(start.timestamp)
+        since_yield = time.perf_counter()
+        async for item in host.model.stream(messages, tools, call_index=call_index):
+            # A stream that arrives faster than it is handled (deltas buffered behind a
+            # slow frame) would otherwise run here without a break: let others run.
+            now = time.perf_counter()
+            if now - since_yield > STREAM_YIELD_SECONDS:
+                await asyncio.sleep(0)
+                since_yield = time.perf_counter()
+            match item:
+                case TextDelta(text=text):
+                    self._chunks.append(text)
+                    delta = host.emit(
+                        AssistantMessageDeltaData(message_id=self.message_id, delta_content=text)
+                    )
+                    clock.token(delta.timestamp)
+                case ReasoningDelta(text=text):
+                    reasoning_id = reasoning_id or new_id()
+                    delta = host.emit(
+                        AssistantReasoningDeltaData(reasoning_id=reasoning_id, delta_content=text)
+                    )
+                    clock.token(delta.timestamp)
+                case ModelReply() as reply:
+                    return reply
+        raise ProviderError("server", "the model stream ended without a reply")
+
+
+def refused_again(exc: ProviderError) -> ProviderError:
+    return ProviderError(
+        "context_limit",
+        f"{exc.message} It was refused again after the conversation was made smaller: "
+        "/compact or /clear it, or, if you gave --context-window (context_window), check "
+        "it against the model server's own.",
+        status_code=exc.status_code,
+    )
+
+
+def too_long_alone(exc: ProviderError) -> ProviderError:
+    return ProviderError(
+        "context_limit",
+        f"{exc.message} Nothing could be taken out of the conversation to make it fit "
+        "(no summary could be made, and the newest message or tool result is too long on "
+        "its own): shorten it, or, if you gave --context-window (context_window), check "
+        "it against the model server's own.",
+        status_code=exc.status_code,
+    )
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())

@@ -1,0 +1,545 @@
+"""Session: send / send_and_wait / abort / set_mode / subscribe. Owns the history.
+
+Every event goes through :meth:`Session.emit`: it is folded into the session's own
+state and history, appended to ``events.jsonl`` when persisted, and handed to the
+subscribers once the batch that holds it is written, so that no subscriber (the UI,
+the headless printer, an SDK client) ever sees an event a crash could still lose.
+Resume reads the log back through the same fold, so live and resumed sessions
+cannot drift apart.
+
+A failed write of the log (a full disk) stops the running loop at once: it ends
+with ``session.error`` (``storage``) and ``session.idle``, which are shown but can no
+longer be written, and every later send fails the same way.
+
+Its parts: opening and resuming (:mod:`agent.session.opening`), the prompts' runner
+(:mod:`agent.session.runner`), the fold of its own state (:mod:`agent.session.fold`)
+and its model's context limits (:mod:`agent.session.limits`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from agent.events.base import now_iso
+from agent.events.schema import (
+    AssistantTurnEndData,
+    AssistantUsageData,
+    Event,
+    EventData,
+    Mode,
+    SessionCompactionCompleteData,
+    SessionContextClearedData,
+    SessionErrorData,
+    SessionModeChangedData,
+    SessionModelChangeData,
+    SessionTitleChangedData,
+    ToolRequest,
+    WorkingDirectoryContext,
+)
+from agent.events.todos import TodoList
+from agent.events.usage_ledger import UsageLedger
+from agent.log.lock import SessionLock
+from agent.log.store import SessionStore
+from agent.log.writer import LogWriteError, SessionWriter
+from agent.loop.compaction import CompactionSettings, ContextKeeper
+from agent.loop.history import History
+from agent.loop.hooks import LoopHooks
+from agent.loop.system_prompt import build_system_prompt
+from agent.loop.turn_loop import DEFAULT_MAX_CONTINUES, LoopOutcome
+from agent.models.base import ModelClient
+from agent.permissions.gate import PermissionGate
+from agent.permissions.level import PermissionLevelChoice
+from agent.permissions.rules import PermissionPolicy
+from agent.sandbox.policy import Sandbox
+from agent.sandbox.secrets import EnvFilter, SecretMasker
+from agent.session.fold import fold_state
+from agent.session.limits import SessionLimits
+from agent.session.opening import (
+    resume_locked,
+    save_meta,
+    start_new,
+    working_context,
+)
+from agent.session.plan_mode import PlanMode, plan_registry
+from agent.session.runner import Prompt, PromptRunner
+from agent.session.shell_escape import run_user_command
+from agent.session.tail_resume import ResumePlan
+from agent.session.user_input import UserQuestions
+from agent.tools.base import ToolContext, ToolResult
+from agent.tools.exit_plan_mode import ExitPlanModeTool
+from agent.tools.registry import ToolRegistry, default_tools
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[[Event], None]
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        model: ModelClient,
+        cwd: Path,
+        mode: Mode = "interactive",
+        store: SessionStore | None = None,
+        max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
+        extra_dirs: list[Path] | None = None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+        policy: PermissionPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
+    ) -> None:
+        self.id = session_id
+        self.model = model
+        self.cwd = cwd.resolve()
+        self.extra_dirs = [d.resolve() for d in extra_dirs or []]
+        self.store = store
+        self.history = History()
+        self._mode: Mode = mode
+        self._max_continues = max_autopilot_continues
+        self._writer: SessionWriter | None = None
+        self._lock: SessionLock | None = None  # one writer per session (agent.log.lock)
+        self._subscribers: list[Subscriber] = []
+        self._last_persisted_id: str | None = None
+        # Set when the log can no longer be written: the loop stops, sends fail.
+        self._storage_error: SessionErrorData | None = None
+        self._model_calls = 0
+        self._turns = 0
+        self._tool_calls = 0
+        self.usage = UsageLedger()  # cumulative, restored on resume from the checkpoints
+        self._outcome = "in progress"
+        self._open_turn: str | None = None
+        self._first_prompt = ""
+        self.title = ""  # /rename
+        self._created_here = False  # by create(), not resume(): ours to discard if empty
+        # A fork opened by this process (agent/log/fork.py): discarded too if nothing is sent.
+        self.discard_unused = False
+        self._sent = False
+        self._forked_from: dict[str, Any] | None = None  # kept in the metadata file
+        self._started_at = now_iso()
+        self._runner = PromptRunner(self)  # the prompts, one loop at a time
+        self._prompts: dict[Mode, str] = {}
+        self._registries: dict[Mode, ToolRegistry] = {}
+        self._registry_factory = registry_factory or _default_registry
+        self.permissions = PermissionGate(self, policy)
+        # Autopilot's permission level, asked once by the app (see agent.permissions.level).
+        self.permission_level = PermissionLevelChoice(self)
+        # The plan, and the question that leaves plan mode (agent.session.plan_mode).
+        self.plan = PlanMode(self)
+        # The model's questions to the user (ask_user) and its checklist (update_todos).
+        self.questions = UserQuestions(self)
+        self.todos = TodoList(self)
+        # Awaited by the loop at the prompt, around tools and at the stop; no-ops here.
+        self.hooks = LoopHooks()
+        # None: shell commands run unconfined (a library user that did not ask for one).
+        self.sandbox = sandbox
+        if sandbox is not None:
+            sandbox.cwd = self.cwd
+        self.env_filter = env_filter or EnvFilter()
+        # Tool output passes through here before it becomes an event: nothing that
+        # reads events (log, screen, -p, exports, the model) sees these values.
+        self.secrets = SecretMasker.from_env(os.environ, self.env_filter)
+        # The model's context window: measured before each call, compacted when full.
+        self._limits = SessionLimits(lambda: self.model)
+        self.context = ContextKeeper(self, self._limits.new_meter())
+        # Events from before anyone could subscribe (a resumed log, resume notices),
+        # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
+        self._backlog: list[Event] | None = []
+        # Resumed: how many backlog events came from the log (the rest are this run's),
+        # and what was read of it (its index, for the timeline's earlier turns).
+        self.restored = 0
+        self.resumed_from: ResumePlan | None = None
+
+    # --- construction --------------------------------------------------------
+
+    @classmethod
+    async def create(
+        cls,
+        *,
+        model: ModelClient,
+        cwd: Path,
+        mode: Mode = "interactive",
+        store: SessionStore | None = None,
+        max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
+        extra_dirs: list[Path] | None = None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+        policy: PermissionPolicy | None = None,
+        session_id: str | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
+    ) -> Session:
+        """A new session (and log). ``session_id`` lets a client choose the id."""
+        session = cls(
+            session_id=session_id or str(uuid.uuid4()),
+            model=model,
+            cwd=cwd,
+            mode=mode,
+            store=store,
+            max_autopilot_continues=max_autopilot_continues,
+            extra_dirs=extra_dirs,
+            registry_factory=registry_factory,
+            policy=policy,
+            sandbox=sandbox,
+            env_filter=env_filter,
+        )
+        await start_new(session, store)
+        return session
+
+    @classmethod
+    async def resume(
+        cls,
+        *,
+        store: SessionStore,
+        session_id: str,
+        model: ModelClient,
+        cwd: Path | None = None,
+        max_autopilot_continues: int = DEFAULT_MAX_CONTINUES,
+        extra_dirs: list[Path] | None = None,
+        registry_factory: Callable[[Mode], ToolRegistry] | None = None,
+        policy: PermissionPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        env_filter: EnvFilter | None = None,
+    ) -> Session:
+        """Rebuild a session from its log and continue it in the same file and mode.
+
+        Raises :class:`~agent.log.lock.SessionInUse` when another process writes it.
+        """
+        # A folder that leads out of the store is not ours to write (agent.log.fork copies it).
+        store.check_owned(session_id)
+        # Locked before reading: the log read must be the one this process appends to.
+        lock = SessionLock.acquire(store.session_dir(session_id), session_id)
+        try:
+            return await resume_locked(
+                cls,
+                lock,
+                store=store,
+                session_id=session_id,
+                model=model,
+                cwd=cwd,
+                max_autopilot_continues=max_autopilot_continues,
+                extra_dirs=extra_dirs,
+                registry_factory=registry_factory,
+                policy=policy,
+                sandbox=sandbox,
+                env_filter=env_filter,
+            )
+        except BaseException:
+            lock.release()
+            raise
+
+    def _attach(self, writer: SessionWriter) -> None:
+        writer.deliver = self._deliver
+        writer.on_failure = self._on_write_failure
+        self._writer = writer
+
+    # --- the event stream ----------------------------------------------------
+
+    def emit(self, data: EventData, *, at: str | None = None) -> Event:
+        """Record ``data`` as a new event (timestamped now, or ``at``)."""
+        data = self.secrets.event_data(data)
+        event = Event.new(data, self._last_persisted_id)
+        if at is not None:
+            event.timestamp = at
+        self._fold(event)
+        if not event.ephemeral:
+            # Ephemeral events hang off the chain; they are never on disk to point at.
+            self._last_persisted_id = event.id
+        if self._writer is not None:
+            # Subscribers get it from the writer, once its batch is written.
+            self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
+        else:
+            self._deliver([event])
+        if isinstance(data, AssistantUsageData) or (
+            isinstance(data, SessionCompactionCompleteData) and data.compaction_tokens_used
+        ):
+            # Usage is ephemeral: what replay, export and resume read is this record.
+            self.emit(self.usage.checkpoint())
+        return event
+
+    def _deliver(self, events: list[Event]) -> None:
+        """Hand written events (and the ephemeral ones between them) to subscribers."""
+        for event in events:
+            if self._backlog is not None and not event.ephemeral:
+                self._backlog.append(event)
+            for subscriber in list(self._subscribers):
+                try:
+                    subscriber(event)
+                except Exception:  # one broken renderer must not stop the loop
+                    log.exception("event subscriber failed")
+
+    def _on_write_failure(self, error: LogWriteError) -> None:
+        """The log cannot be written: stop the running loop now (it ends with this
+        error, see :attr:`halted`); later sends fail with it at once."""
+        if self._storage_error is None:
+            self._storage_error = SessionErrorData(error_type="storage", message=str(error))
+        self._runner.halt()
+
+    @property
+    def halted(self) -> SessionErrorData | None:
+        """Why the session stopped the loop itself (the log cannot be written)."""
+        return self._storage_error
+
+    async def persist(self) -> None:
+        """Make every event so far durable (written and fsynced); see
+        :func:`agent.loop.tool_round.authorized_run`. Raises :class:`LogWriteError`."""
+        if self._writer is not None:
+            await self._writer.sync()
+
+    def _fold(self, event: Event) -> None:
+        self.history.apply(event)
+        fold_state(self, event)
+
+    def subscribe(self, callback: Subscriber, *, replay: bool = False) -> Callable[[], None]:
+        """Call ``callback`` with every event from now on. Returns an unsubscribe.
+
+        With ``replay``, first hand it what happened before it subscribed: the
+        restored log of a resumed session and the events of start-up.
+        """
+        if replay and self._backlog:
+            for event in self._backlog:
+                callback(event)
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event from now on, as an async iterator (break out to stop)."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        unsubscribe = self.subscribe(queue.put_nowait)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            unsubscribe()
+
+    # --- what the loop reads ---------------------------------------------------
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @property
+    def model_calls(self) -> int:
+        return self._model_calls
+
+    @property
+    def max_autopilot_continues(self) -> int:
+        return self._max_continues
+
+    def earlier_events(self) -> list[Event]:
+        """A resumed session's log before the part it read back (its backlog's first
+        event); read from the log now. Empty when the whole log was read."""
+        plan = self.resumed_from
+        if plan is None or plan.tail_start == 0:
+            return []
+        return plan.index.read(0, plan.tail_start)
+
+    @property
+    def backlog(self) -> list[Event]:
+        """Events from before the first send (see :meth:`subscribe`)."""
+        return list(self._backlog or [])
+
+    @property
+    def queued(self) -> int:
+        """Prompts waiting behind the running one."""
+        return len(self._runner.queue)
+
+    @property
+    def busy(self) -> bool:
+        return self._runner.busy
+
+    def tools(self) -> ToolRegistry:
+        return self.tools_for(self._mode)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self.tools().schemas()
+
+    # --- the context window ------------------------------------------------------
+
+    def configure_context(
+        self,
+        *,
+        window: int | None = None,
+        settings: CompactionSettings | None = None,
+        max_output: int | None = None,
+    ) -> None:
+        """Override the model's context window and output limit (config, flag, SDK)
+        and the compaction thresholds (the SDK's ``infinite_sessions``)."""
+        if window is not None or max_output is not None:
+            if window is not None:
+                self._limits.window = window
+            self._limits.max_output = max_output
+            self.context.meter = self._limits.new_meter()
+        if settings is not None:
+            self.context.settings = settings
+
+    def tools_for(self, mode: Mode) -> ToolRegistry:
+        registry = self._registries.get(mode)
+        if registry is None:
+            registry = self._registry_factory(mode)
+            if mode == "plan":  # read-only, whatever the factory offers
+                registry = plan_registry(registry, ExitPlanModeTool(self.plan))
+            self._registries[mode] = registry
+        return registry
+
+    def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:
+        return ToolContext(
+            cwd=self.cwd,
+            extra_dirs=list(self.extra_dirs),
+            report_progress=report_progress,
+            sandbox=self.sandbox.confinement(self._mode) if self.sandbox else None,
+            env_filter=self.env_filter,
+            questions=self.questions,
+            todos=self.todos,
+        )
+
+    async def authorize(self, request: ToolRequest) -> ToolResult | None:
+        # In plan mode a known tool that is not offered (a write, the shell) is refused
+        # with the reason; an unknown name fails in the loop like in any mode.
+        if (
+            self._mode == "plan"
+            and request.name not in self.tools()
+            and request.name in self.tools_for("autopilot")
+        ):
+            return self.plan.refusal(request.name)
+        return await self.permissions.check(request)
+
+    def system_prompt(self) -> str:
+        prompt = self._prompts.get(self._mode)
+        if prompt is None:
+            prompt = self._prompts[self._mode] = build_system_prompt(
+                cwd=self.cwd,
+                mode=self._mode,
+                tool_names=self.tools().names(),
+                model=self.model.name,
+                sandbox=self.sandbox.prompt_section(self._mode) if self.sandbox else None,
+            )
+        return prompt
+
+    # --- control -------------------------------------------------------------
+
+    def send(
+        self,
+        prompt: str,
+        *,
+        message_id: str | None = None,
+        immediate: bool = False,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> asyncio.Future[LoopOutcome]:
+        """Queue ``prompt``; the future resolves when its loop has gone idle.
+
+        ``immediate`` sends it into the running loop instead, at its next turn (when
+        nothing runs, it is queued as usual). ``message_id`` is recorded on its
+        ``user.message``; so are ``attachments`` (the SDK's shapes), whose text the
+        model receives with the prompt.
+        """
+        future: asyncio.Future[LoopOutcome] = asyncio.get_running_loop().create_future()
+        self._sent = True
+        self._runner.send(
+            Prompt(prompt, message_id, future, attachments or None), immediate=immediate
+        )
+        return future
+
+    async def send_and_wait(self, prompt: str, timeout: float | None = None) -> LoopOutcome:
+        future = self.send(prompt)
+        if timeout is None:
+            return await future
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            self.abort()
+            return await future
+
+    def abort(self) -> None:
+        """Cancel the running turn (model call or tool). Idle follows promptly."""
+        self._runner.abort()
+
+    def set_mode(self, mode: Mode) -> None:
+        if mode != self._mode:
+            self.emit(SessionModeChangedData(previous_mode=self._mode, new_mode=mode))
+            self._save_meta()
+
+    def set_model(self, model: ModelClient) -> None:
+        if model.name != self.model.name:
+            previous = self.model.name
+            self.model = model
+            self._prompts.clear()
+            # Its window, output limit and tokenizer, and no correction learnt from
+            # another provider's counts.
+            self.context.meter = self._limits.new_meter()
+            self.emit(SessionModelChangeData(new_model=model.name, previous_model=previous))
+
+    def add_dir(self, folder: Path) -> None:
+        """Let the tools, and the sandbox's shell, work in ``folder`` too (``/add-dir``)."""
+        folder = folder.resolve()
+        if folder not in self.extra_dirs:
+            self.extra_dirs.append(folder)
+        if self.sandbox is not None and folder not in self.sandbox.add_dirs:
+            self.sandbox.add_dirs.append(folder)
+        self._prompts.clear()  # the prompt names the writable folders
+
+    def clear_context(self) -> None:
+        """Start the model's conversation afresh (``/clear``); the log keeps it all."""
+        self.context.abandon()
+        self.emit(SessionContextClearedData(messages_cleared=len(self.history.messages)))
+        self.context.refresh()
+
+    def rename(self, title: str) -> None:
+        self.title = title
+        self.emit(SessionTitleChangedData(title=title))
+        self._save_meta()
+
+    async def run_user_command(self, command: str) -> ToolResult:
+        """Run ``!command`` for the user, without the model (see agent.session.shell_escape)."""
+        if not self._first_prompt:
+            self._first_prompt = f"!{command}"  # worth keeping and listing
+        return await run_user_command(self, command)
+
+    def take_steering(self) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:
+        return self._runner.take_steering()
+
+    async def close(self) -> None:
+        """Finish writing and release the log. Aborts a loop still running."""
+        await self._runner.stop()
+        try:
+            # A summary still being made ends now, recorded as failed, before the log closes.
+            await self.context.close()
+            if self._writer is not None:
+                await self._writer.close()
+                self._writer = None
+            if self.sandbox is not None:
+                self.sandbox.close()
+            unused = (self._created_here and not self._first_prompt) or (
+                self.discard_unused and not self._sent
+            )
+            if self.store is not None and unused:
+                # Opened and left without a word: nothing worth keeping or listing.
+                shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
+        finally:
+            if self._lock is not None:
+                self._lock.release()  # last: the folder is left as this writer meant it
+                self._lock = None
+
+    # --- bookkeeping ---------------------------------------------------------
+
+    def _save_meta(self) -> None:
+        save_meta(self)
+
+    def _context(self) -> WorkingDirectoryContext:
+        return working_context(self)
+
+
+def _default_registry(mode: Mode) -> ToolRegistry:
+    return default_tools(autopilot=mode == "autopilot")
