@@ -20,9 +20,9 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from agent.events.attachments import from_mentions
+from agent.events.permission_level import Level
 from agent.events.schema import Event, Mode, SessionIdleData, SessionTodosChangedData
 from agent.log.store import SessionStore
-from agent.permissions.level import Level
 from agent.permissions.rules import PermissionAnswer, PermissionPrompt
 from agent.transcript.plan_review import PlanDecision, PlanReview
 from app import commands

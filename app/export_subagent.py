@@ -20,12 +20,12 @@ from agent.transcript.blocks import (
     ErrorBlock,
     NoticeBlock,
     RawBlock,
+    Subagent,
     TaskCompleteBlock,
     ToolCallBlock,
     TurnBlock,
     UserBlock,
 )
-from agent.transcript.subagents import Subagent
 from widgets.subagent_view import asked_only, plural, summary_parts
 
 ToolLines = Callable[[ToolCallBlock], list[str]]

@@ -24,13 +24,14 @@ from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
+from agent.events.run_result import run_result_of
 from agent.events.schema import Event, UnknownData, event_from_dict, event_from_json
 from agent.log.store import SessionStore, SessionSummary, read_events, with_unreadable_rows
 from agent.log.summary import summarize_events
 from agent.transcript.blocks import NoticeBlock, RawBlock, TurnBlock, UserBlock
 from agent.transcript.fold import Transcript, fold
 from agent.transcript.partial_json import JsonPrefix, parse_prefix
-from agent.transcript.stream_fold import STREAM_DATA, run_result_of
+from agent.transcript.stream_fold import STREAM_DATA
 from app.export import export_session
 from app.sessions_table import print_sessions
 from app.viewer import ReplayScreen, ViewerApp

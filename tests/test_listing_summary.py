@@ -19,9 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import agent.events.run_result
 import agent.events.schema
 import agent.log.summary
-import agent.transcript.stream_fold
+from agent.events.run_result import RunResult, run_result_of
 from agent.events.schema import (
     DATA_TYPES,
     AbortData,
@@ -45,7 +46,6 @@ from agent.events.schema import (
 from agent.events.usage_ledger import totals_of
 from agent.log.store import SessionSummary, read_events
 from agent.log.summary import LISTING_TYPES, LITERALS, NESTED, SHAPES, summarize_events
-from agent.transcript.stream_fold import RunResult, run_result_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(FIXTURES.rglob("*.jsonl"))
@@ -285,7 +285,7 @@ def test_odd_lines_are_summarized_as_the_event_models_read_them(
 
 
 def model_of(name: str) -> Any:
-    return getattr(agent.events.schema, name, None) or getattr(agent.transcript.stream_fold, name)
+    return getattr(agent.events.schema, name, None) or getattr(agent.events.run_result, name)
 
 
 @pytest.mark.parametrize(
@@ -321,7 +321,7 @@ def test_the_literal_types_are_the_models() -> None:
 
 def test_the_result_line_is_read_by_its_model() -> None:
     assert model_of("RunResult") is RunResult
-    assert agent.log.summary.RESULT_TYPE == agent.transcript.stream_fold.RESULT_TYPE
+    assert agent.log.summary.RESULT_TYPE == agent.events.run_result.RESULT_TYPE
 
 
 def test_every_type_summarize_events_matches_is_listed_and_shaped() -> None:
@@ -336,4 +336,4 @@ def test_every_type_summarize_events_matches_is_listed_and_shaped() -> None:
     assert "assistant.turn_start" in matched  # the walk finds the cases
     assert matched <= LISTING_TYPES
     assert set(SHAPES) == LISTING_TYPES
-    assert {*DATA_TYPES, agent.transcript.stream_fold.RESULT_TYPE} >= LISTING_TYPES
+    assert {*DATA_TYPES, agent.events.run_result.RESULT_TYPE} >= LISTING_TYPES

@@ -18,9 +18,9 @@ import pytest
 from textual.pilot import Pilot
 
 import widgets.arming as arming
+from agent.events.permission_level import CONTENT_KEY, SOURCE, Level
 from agent.events.schema import ElicitationCompletedData, ElicitationRequestedData, Mode
 from agent.log.store import SessionStore, read_events
-from agent.permissions.level import CONTENT_KEY, SOURCE, Level
 from agent.permissions.rules import PermissionPolicy
 from agent.session.session import Session
 from agent.transcript.blocks import NoticeBlock

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from agent.permissions.level import OPTIONS, QUESTION, Level, LevelOption
+from agent.events.permission_level import OPTIONS, QUESTION, Level, LevelOption
 from widgets.arming import Arming
 
 _KIND_WORDS = {"write": "file edits", "shell": "shell commands", "custom-tool": "app tools"}

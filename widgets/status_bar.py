@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from agent.permissions.level import option
+from agent.events.permission_level import option
 from agent.transcript.fold import Transcript
 from widgets.format import cost, tokens
 from widgets.status_layout import Segment, fit

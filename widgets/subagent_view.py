@@ -19,12 +19,12 @@ from agent.transcript.blocks import (
     ErrorBlock,
     NoticeBlock,
     RawBlock,
+    Subagent,
     TaskCompleteBlock,
     ToolCallBlock,
     TurnBlock,
     UserBlock,
 )
-from agent.transcript.subagents import Subagent
 from widgets.format import duration, one_line, preview, tokens
 from widgets.lazy_rich import rich_markdown
 

@@ -20,7 +20,7 @@ from agent.events.json_line import data_of
 from agent.events.usage_ledger import totals_of_metrics
 from agent.log.store import SessionSummary
 
-RESULT_TYPE = "result"  # the end of a `copilot -p` run (agent/transcript/stream_fold.py)
+RESULT_TYPE = "result"  # the end of a `copilot -p` run (agent/events/run_result.py)
 
 # The types summarize_events reads: a listing parses only lines of these types
 # (agent/log/scan.py). A case added there needs its type here, and its shape below.
@@ -274,8 +274,8 @@ def _read_by_model(etype: str, data: dict[str, Any]) -> dict[str, Any] | None:
     # loads pydantic.
     from pydantic import BaseModel, ValidationError
 
+    from agent.events.run_result import RunResult
     from agent.events.schema import DATA_TYPES
-    from agent.transcript.stream_fold import RunResult
 
     model: type[BaseModel] = RunResult if etype == RESULT_TYPE else DATA_TYPES[etype]
     try:

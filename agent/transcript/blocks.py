@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
-from agent.events.schema import Mode, PlanAction
+from agent.events.schema import Event, Mode, PlanAction
 from agent.transcript.turn_speed import SpeedMeter
-
-if TYPE_CHECKING:
-    from agent.transcript.subagents import Subagent
 
 TurnStatus = Literal["running", "done", "aborted", "error"]
 ToolStatus = Literal["pending", "running", "success", "failure", "interrupted"]
@@ -396,3 +393,92 @@ def dedupe(changes: list[Change]) -> list[Change]:
         if not any(seen.item is change.item for seen in out):
             out.append(change)
     return out
+
+
+# --- sub-agent runs -------------------------------------------------------------------
+
+SubagentStatus = Literal["running", "completed", "failed", "cancelled", "interrupted"]
+SUBAGENT_TOOL = "task"  # the name given to a card no assistant message announced
+
+
+class RunTranscript(Protocol):
+    """What a sub-agent run's own fold offers its card (agent/transcript/fold.py's
+    ``Transcript``: a run is folded like the session)."""
+
+    items: list[Block]
+    turns: int
+    tool_calls: int
+
+    def apply(self, event: Event) -> list[Change]: ...
+
+    def final_text(self) -> str | None: ...
+
+    @property
+    def current_turn(self) -> TurnBlock | None: ...
+
+    def get_tool(self, tool_call_id: str) -> ToolCallBlock | None: ...
+
+
+@dataclass(slots=True, eq=False)
+class Subagent:
+    """One sub-agent run: what started it, how it ended, and its own transcript."""
+
+    agent_id: str
+    transcript: RunTranscript
+    name: str = SUBAGENT_TOOL
+    display_name: str | None = None
+    description: str | None = None
+    model: str | None = None
+    status: SubagentStatus = "running"
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    last_at: datetime | None = None  # the run's latest event
+    error: str | None = None
+    total_tokens: int | None = None
+    # What the run's end reported; the fold's own counts stand in when it did not.
+    reported_tool_calls: int | None = None
+    reported_ms: float | None = None
+    card: ToolCallBlock | None = field(default=None, repr=False)  # the call it runs in
+    # The main transcript's card this run is drawn in (an outer run's, when nested).
+    root: ToolCallBlock | None = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+    @property
+    def turns(self) -> int:
+        return self.transcript.turns
+
+    @property
+    def tool_calls(self) -> int:
+        if self.reported_tool_calls is not None:
+            return max(self.reported_tool_calls, self.transcript.tool_calls)
+        return self.transcript.tool_calls
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the run took: as its end reported, else from its events' stamps."""
+        if self.reported_ms is not None:
+            return self.reported_ms / 1000
+        if self.started_at is None or self.ended_at is None:
+            return None
+        secs = (self.ended_at - self.started_at).total_seconds()
+        return secs if secs >= 0 else None
+
+    @property
+    def prompt(self) -> str | None:
+        """What the run was asked: its first message (the parent agent wrote it)."""
+        for item in self.transcript.items:
+            if isinstance(item, UserBlock):
+                return item.content
+        return None
+
+    @property
+    def answer(self) -> str | None:
+        """The run's final answer, once it has one."""
+        return self.transcript.final_text()

@@ -36,7 +36,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from agent.events import todos
 from agent.events.attachments import describe
 from agent.events.schema import (
     AbortData,
@@ -52,12 +51,10 @@ from agent.events.schema import (
     ElicitationCompletedData,
     ElicitationRequestedData,
     Event,
-    EventData,
     ExitPlanModeCompletedData,
     ExitPlanModeRequestedData,
     ExternalToolCompletedData,
     ExternalToolRequestedData,
-    Mode,
     PermissionCompletedData,
     PermissionRequestedData,
     SessionAutopilotStoppedData,
@@ -95,8 +92,6 @@ from agent.events.schema import (
     UserMessageData,
 )
 from agent.events.sent_text import sent_text
-from agent.events.usage_ledger import UsageTotals
-from agent.permissions import level as permission_level
 from agent.transcript import plan as transcript_plan
 from agent.transcript import questions as transcript_questions
 from agent.transcript import session as transcript_session
@@ -107,24 +102,22 @@ from agent.transcript import usage as transcript_usage
 from agent.transcript.blocks import (
     Block,
     Change,
-    ErrorBlock,
     NoticeBlock,
-    PlanBlock,
     RawBlock,
+    Subagent,
     ToolCallBlock,
-    TurnBlock,
     UserBlock,
     dedupe,
     parse_timestamp,
 )
-from agent.transcript.info_rows import INFO_TYPES, InfoRows
-from agent.transcript.subagents import Subagent, Subagents, is_subagent_event, selection_message
-from agent.transcript.user_shell import UserShell
+from agent.transcript.info_rows import INFO_TYPES
+from agent.transcript.state import TranscriptState
+from agent.transcript.subagents import Subagents, is_subagent_event, selection_message
 
 # --- the fold -------------------------------------------------------------------------
 
 
-class Transcript:
+class Transcript(TranscriptState):
     """The session as renderers need it, folded one event at a time.
 
     ``items`` holds the top-level blocks in timeline order; tool calls are nested
@@ -137,61 +130,9 @@ class Transcript:
     """
 
     def __init__(self) -> None:
-        self.items: list[Block] = []
-        # session
-        self.session_id: str | None = None
-        self.cwd: str | None = None
-        self.branch: str | None = None
-        self.model: str | None = None  # the model that answered last
-        # What the session asked for (session.start / model_change): may be an alias
-        # such as Copilot's "auto", which each turn resolves to a real model.
-        self.selected_model: str | None = None
-        self.mode: Mode | None = None
-        self.title = ""  # session.title_changed (/rename)
-        self.busy: bool = False
-        self.events: int = 0  # events applied
-        # session-wide counters
-        self.turns: int = 0
-        self.tool_calls: int = 0
-        self.input_tokens: int = 0
-        self.output_tokens: int = 0
-        self.cost: float = 0.0
-        # How full the model's context window was at the last call (session.usage_info).
-        self.context_tokens: int | None = None
-        self.context_window: int | None = None
-        self._checkpointed = UsageTotals()  # the latest usage checkpoint's totals
-        self.nudges_total: int = 0
-        # per send
-        self.nudges_used: int = 0
-        self.task_completed: bool = False
-        self.task_summary: str | None = None
-        self.aborted: bool = False
-        self.autopilot_stopped: bool = False  # autopilot gave up (cap) without task_complete
-        self.permission_level: permission_level.Level | None = None  # autopilot's, once chosen
-        self.last_error: ErrorBlock | None = None
-        # indexes: everything an event can touch is found without a scan
-        self._next_block_id = 0
-        self._open_turn: TurnBlock | None = None
-        self._last_turn: TurnBlock | None = None
-        self._recent_turn: TurnBlock | None = None  # last turn since the last user message
-        self._answer_turn: TurnBlock | None = None
-        self._turns_by_id: dict[str, TurnBlock] = {}
-        self._turns_by_message: dict[str, TurnBlock] = {}
-        self._turns_by_reasoning: dict[str, TurnBlock] = {}
-        self._tools: dict[str, ToolCallBlock] = {}
-        self._tool_turn: dict[str, TurnBlock | None] = {}
-        self._open_tools: dict[str, ToolCallBlock] = {}
-        self._permissions: dict[str, ToolCallBlock | NoticeBlock] = {}
-        self._info_rows = InfoRows(self._new_id)
-        self._level_questions: set[str] = set()  # request ids of the permission-level question
-        self._shell = UserShell(self._new_id)  # the user's own !commands
-        self.plan: PlanBlock | None = None  # the latest plan proposed with exit_plan_mode
-        self._plans: dict[str, PlanBlock] = {}  # by request id, until answered
-        # The model's checklist (None until a list is known), and its questions by request id.
-        self.todos = todos.TodoFold()
-        self._questions: dict[str, UserInputRequestedData] = {}
-        self._subagents = Subagents()  # sub-agent runs: their events never reach the fold below
-        self.stream = stream_fold.StreamState()  # what Copilot's -p output streamed
+        super().__init__()
+        # sub-agent runs: their events never reach the fold below; a run's fold is a fold
+        self._subagents = Subagents(Transcript)
 
     # --- public API -----------------------------------------------------------------
 
@@ -365,45 +306,6 @@ class Transcript:
         )
         return self._subagents.settle(self._tool_change)
 
-    def final_text(self) -> str | None:
-        """The answer of the latest send.
-
-        The ``session.task_complete`` summary when there is one (autopilot), else
-        the text of the last finished turn that made no tool requests.
-        """
-        if self.task_completed and self.task_summary:
-            return self.task_summary
-        turn = self._answer_turn
-        if turn is None or turn.tools or turn.status in ("aborted", "error"):
-            return None
-        return turn.text or None
-
-    @property
-    def final_answer(self) -> str | None:
-        """Same as :meth:`final_text`."""
-        return self.final_text()
-
-    @property
-    def model_label(self) -> str:
-        """The model that answered last, with the alias the session asked for when it
-        differs: ``gpt-5-mini (auto)``."""
-        model, alias = self.model or "", self.selected_model
-        if alias and model and alias != model:
-            return f"{model} ({alias})"
-        return model or alias or ""
-
-    @property
-    def current_turn(self) -> TurnBlock | None:
-        """The turn running now, if any."""
-        return self._open_turn
-
-    def get_turn(self, turn_id: str) -> TurnBlock | None:
-        """The latest turn with this id (ids may repeat across sends)."""
-        return self._turns_by_id.get(turn_id)
-
-    def get_tool(self, tool_call_id: str) -> ToolCallBlock | None:
-        return self._tools.get(tool_call_id)
-
     def get_subagent(self, agent_id: str) -> Subagent | None:
         """A sub-agent run by its ``agentId`` or the id of the call that started it."""
         return self._subagents.get(agent_id)
@@ -411,31 +313,6 @@ class Transcript:
     def _subagent_card(self, tool_call_id: str, name: str) -> tuple[ToolCallBlock, list[Change]]:
         tool, _parent, changes = transcript_tools.tool_for(self, tool_call_id, None, name)
         return tool, changes
-
-    # --- block bookkeeping ------------------------------------------------------------
-
-    def _new_id(self) -> int:
-        self._next_block_id += 1
-        return self._next_block_id
-
-    def _add(self, block: Block) -> Change:
-        self.items.append(block)
-        return Change("added", block)
-
-    def _raw(self, etype: str, data: EventData, ts: datetime | None) -> Change:
-        return self._add(RawBlock(self._new_id(), etype, data.wire(), ts))
-
-    def _tool_change(self, tool: ToolCallBlock) -> Change:
-        return Change("updated", tool, self._tool_turn.get(tool.tool_call_id))
-
-    def _answered_by(self, turn: TurnBlock, model: str) -> None:
-        """``model`` answered in ``turn``: it is the turn's model; what the turn had
-        (an alias such as "auto") stays as the model asked for."""
-        if turn.model != model:
-            if turn.requested_model is None:
-                turn.requested_model = turn.model
-            turn.model = model
-        self.model = model
 
     # --- handlers ---------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from agent.events.schema import (
 from agent.transcript.blocks import Change, NoticeBlock, PlanBlock
 
 if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
+    from agent.transcript.state import TranscriptState
 
 _PLAN_NOTICE = {
     "create": "plan written",
@@ -29,13 +29,15 @@ _PLAN_NOTICE = {
 }
 
 
-def plan_changed(t: Transcript, d: SessionPlanChangedData, ts: datetime | None) -> list[Change]:
+def plan_changed(
+    t: TranscriptState, d: SessionPlanChangedData, ts: datetime | None
+) -> list[Change]:
     msg = _PLAN_NOTICE.get(d.operation, f"plan: {d.operation}")
     return [t._add(NoticeBlock(t._new_id(), "plan", msg, timestamp=ts))]
 
 
 def plan_requested(
-    t: Transcript, d: ExitPlanModeRequestedData, ts: datetime | None
+    t: TranscriptState, d: ExitPlanModeRequestedData, ts: datetime | None
 ) -> list[Change]:
     block = PlanBlock(t._new_id(), d.request_id, d.summary, d.plan_content, timestamp=ts)
     t._plans[d.request_id] = block
@@ -44,7 +46,7 @@ def plan_requested(
 
 
 def plan_completed(
-    t: Transcript, event: Event, d: ExitPlanModeCompletedData, ts: datetime | None
+    t: TranscriptState, event: Event, d: ExitPlanModeCompletedData, ts: datetime | None
 ) -> list[Change]:
     block = t._plans.pop(d.request_id, None)
     if block is None:
@@ -55,7 +57,7 @@ def plan_completed(
     return [Change("updated", block)]
 
 
-def todos_changed(t: Transcript, ts: datetime | None) -> list[Change]:
+def todos_changed(t: TranscriptState, ts: datetime | None) -> list[Change]:
     known = t.todos.changed()
     message = todos.summary(t.todos.items or []) if known else "todos changed"
     return [t._add(NoticeBlock(t._new_id(), "todos", message, timestamp=ts))]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from agent.events import permission_level
 from agent.events.schema import (
     ElicitationCompletedData,
     ElicitationRequestedData,
@@ -20,15 +21,14 @@ from agent.events.schema import (
     UserInputCompletedData,
     UserInputRequestedData,
 )
-from agent.permissions import level as permission_level
 from agent.transcript.blocks import Change, NoticeBlock
 
 if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
+    from agent.transcript.state import TranscriptState
 
 
 def elicitation_requested(
-    t: Transcript, event: Event, d: ElicitationRequestedData, ts: datetime | None
+    t: TranscriptState, event: Event, d: ElicitationRequestedData, ts: datetime | None
 ) -> list[Change]:
     if d.elicitation_source != permission_level.SOURCE:
         return [t._raw(event.type, d, ts)]
@@ -37,7 +37,7 @@ def elicitation_requested(
 
 
 def elicitation_completed(
-    t: Transcript, event: Event, d: ElicitationCompletedData, ts: datetime | None
+    t: TranscriptState, event: Event, d: ElicitationCompletedData, ts: datetime | None
 ) -> list[Change]:
     if d.request_id not in t._level_questions:
         return [t._raw(event.type, d, ts)]
@@ -50,7 +50,7 @@ def elicitation_completed(
     return [t._add(notice)]
 
 
-def question(t: Transcript, d: UserInputRequestedData, ts: datetime | None) -> list[Change]:
+def question(t: TranscriptState, d: UserInputRequestedData, ts: datetime | None) -> list[Change]:
     # While it waits, the asking tool call's card says so (and the app asks below
     # it); the question gets its line in the timeline with its answer.
     t._questions[d.request_id] = d
@@ -58,7 +58,7 @@ def question(t: Transcript, d: UserInputRequestedData, ts: datetime | None) -> l
 
 
 def answer(
-    t: Transcript, event: Event, d: UserInputCompletedData, ts: datetime | None
+    t: TranscriptState, event: Event, d: UserInputCompletedData, ts: datetime | None
 ) -> list[Change]:
     asked = t._questions.pop(d.request_id, None)
     if asked is None:

@@ -36,11 +36,11 @@ from agent.transcript.error_hints import error_hint
 from agent.transcript.tools import mark_interrupted
 
 if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
+    from agent.transcript.state import TranscriptState
 
 
 def interrupt(
-    t: Transcript, ts: datetime | None, turn_status: TurnStatus, *, recent: bool = True
+    t: TranscriptState, ts: datetime | None, turn_status: TurnStatus, *, recent: bool = True
 ) -> list[Change]:
     """Close what is still open after an abort or error.
 
@@ -67,7 +67,7 @@ def interrupt(
     return changes
 
 
-def close_open(t: Transcript, ts: datetime | None) -> list[Change]:
+def close_open(t: TranscriptState, ts: datetime | None) -> list[Change]:
     """The process writing the session is gone (shutdown, a new start, a finished
     file): the open turn, tool calls, permission requests and shell commands are
     closed as interrupted."""
@@ -85,7 +85,7 @@ def close_open(t: Transcript, ts: datetime | None) -> list[Change]:
     return changes
 
 
-def idle(t: Transcript, d: SessionIdleData, ts: datetime | None) -> list[Change]:
+def idle(t: TranscriptState, d: SessionIdleData, ts: datetime | None) -> list[Change]:
     t.busy = False
     if d.mode is not None:
         t.mode = d.mode
@@ -95,13 +95,15 @@ def idle(t: Transcript, d: SessionIdleData, ts: datetime | None) -> list[Change]
     return []
 
 
-def task_complete(t: Transcript, d: SessionTaskCompleteData, ts: datetime | None) -> list[Change]:
+def task_complete(
+    t: TranscriptState, d: SessionTaskCompleteData, ts: datetime | None
+) -> list[Change]:
     t.task_completed = True
     t.task_summary = d.summary
     return [t._add(TaskCompleteBlock(t._new_id(), d.summary, d.success, ts))]
 
 
-def error(t: Transcript, d: SessionErrorData, ts: datetime | None) -> list[Change]:
+def error(t: TranscriptState, d: SessionErrorData, ts: datetime | None) -> list[Change]:
     block = ErrorBlock(
         t._new_id(),
         d.error_type,
@@ -114,7 +116,7 @@ def error(t: Transcript, d: SessionErrorData, ts: datetime | None) -> list[Chang
     return [*interrupt(t, ts, "error"), t._add(block)]
 
 
-def abort(t: Transcript, d: AbortData, ts: datetime | None) -> list[Change]:
+def abort(t: TranscriptState, d: AbortData, ts: datetime | None) -> list[Change]:
     t.aborted = True
     return [
         *interrupt(t, ts, "aborted"),
@@ -122,7 +124,7 @@ def abort(t: Transcript, d: AbortData, ts: datetime | None) -> list[Change]:
     ]
 
 
-def session_start(t: Transcript, d: SessionStartData, ts: datetime | None) -> list[Change]:
+def session_start(t: TranscriptState, d: SessionStartData, ts: datetime | None) -> list[Change]:
     # Another session starts in the same file: what the last one left open is over.
     changes = close_open(t, ts)
     t.busy = False
@@ -135,7 +137,7 @@ def session_start(t: Transcript, d: SessionStartData, ts: datetime | None) -> li
     return changes
 
 
-def resume(t: Transcript, d: SessionResumeData, ts: datetime | None) -> list[Change]:
+def resume(t: TranscriptState, d: SessionResumeData, ts: datetime | None) -> list[Change]:
     # Whatever the previous process left open will never finish; a turn it
     # closed on restart without any reply was cut short too.
     changes = close_open(t, ts)
@@ -153,7 +155,7 @@ def resume(t: Transcript, d: SessionResumeData, ts: datetime | None) -> list[Cha
     return changes
 
 
-def shutdown(t: Transcript, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
+def shutdown(t: TranscriptState, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
     changes = close_open(t, ts)  # shut down mid-turn: nothing open will finish
     t.busy = False
     msg = f"session ended ({d.shutdown_type})"

@@ -15,7 +15,7 @@ the run's exit code and usage. None of these is a row of its own:
 * ``result`` closes whatever is still open (the process is gone), keeps the run's
   figures in :attr:`StreamState.result` and ends the timeline with one row.
 
-:class:`agent.transcript.fold.Transcript` hands these events to :func:`fold`; the state
+:class:`agent.transcript.fold.TranscriptState` hands these events to :func:`fold`; the state
 they need lives in its ``stream`` (:class:`StreamState`).
 
 Pure Python: no UI imports.
@@ -24,13 +24,10 @@ Pure Python: no UI imports.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
-
+from agent.events.run_result import RESULT_TYPE, RunResult, RunUsage, run_result_of
 from agent.events.schema import (
     AssistantIdleData,
     AssistantStreamingDeltaData,
@@ -41,19 +38,17 @@ from agent.events.schema import (
     ModelCallFinishedData,
     ModelCallStartData,
     SessionIdleData,
-    ShutdownCodeChanges,
     UnknownData,
 )
-from agent.transcript.blocks import UNKNOWN_TOOL, Change, NoticeBlock, TurnBlock
+from agent.transcript.blocks import UNKNOWN_TOOL, Change, NoticeBlock
 from agent.transcript.partial_json import JsonPrefix
 from agent.transcript.session import idle, interrupt
 from agent.transcript.tools import tool_for
 from agent.transcript.turns import retry, turn_for
 
 if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
+    from agent.transcript.state import TranscriptState
 
-RESULT_TYPE = "result"  # the last line of `copilot -p --output-format json`
 # Arguments are re-read while they stream only up to this many characters: the
 # card shows their start, and the finished call brings them whole. It bounds the
 # work (and memory) a long argument (a file's content) costs.
@@ -73,52 +68,6 @@ STREAM_DATA = (
 )
 
 
-# --- the result line --------------------------------------------------------------
-
-
-class _Fields(BaseModel):
-    # Built on first use: the first model built loads pydantic's plugins (and
-    # importlib.metadata), which the app's first frame does not need.
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True
-    )
-
-
-class RunUsage(_Fields):
-    premium_requests: float | None = None
-    total_api_duration_ms: float | None = None
-    session_duration_ms: float | None = None
-    code_changes: ShutdownCodeChanges | None = None
-
-
-class RunResult(_Fields):
-    """What the ``result`` line says about the whole run."""
-
-    session_id: str | None = None
-    exit_code: int | None = None
-    usage: RunUsage | None = None
-
-
-# --- state ------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class StreamState:
-    """What the streaming events left: arguments still streaming, the model calls
-    of each turn, and the run's result once its line is read."""
-
-    arguments: dict[str, JsonPrefix] = field(default_factory=dict)  # by tool call id
-    calls: dict[int, int] = field(default_factory=dict)  # turn block id -> calls started
-    failure: dict[int, str] = field(default_factory=dict)  # turn block id -> why a call failed
-    result: RunResult | None = None
-
-    def timed(self, turn: TurnBlock) -> bool:
-        """Whether a model call started this turn's clock (then an
-        ``assistant.message_start``, which Copilot sends only as the text begins,
-        must not restart it)."""
-        return turn.block_id in self.calls
-
-
 def handles(event: Event) -> bool:
     """Whether :func:`fold` is the one to fold ``event``."""
     return isinstance(event.data, STREAM_DATA) or (
@@ -126,7 +75,7 @@ def handles(event: Event) -> bool:
     )
 
 
-def fold(t: Transcript, event: Event, ts: datetime | None) -> list[Change]:
+def fold(t: TranscriptState, event: Event, ts: datetime | None) -> list[Change]:
     """Fold one event :func:`handles` into ``t``; return the blocks it changed."""
     match event.data:
         case AssistantToolCallDeltaData() as d:
@@ -156,7 +105,7 @@ def fold(t: Transcript, event: Event, ts: datetime | None) -> list[Change]:
 
 
 def _tool_call_delta(
-    t: Transcript, d: AssistantToolCallDeltaData, ts: datetime | None
+    t: TranscriptState, d: AssistantToolCallDeltaData, ts: datetime | None
 ) -> list[Change]:
     tool, parent, changes = tool_for(t, d.tool_call_id, None, d.tool_name)
     if d.tool_name and tool.name == UNKNOWN_TOOL:
@@ -179,7 +128,7 @@ def _tool_call_delta(
     return changes
 
 
-def _call_start(t: Transcript, d: ModelCallStartData, ts: datetime | None) -> list[Change]:
+def _call_start(t: TranscriptState, d: ModelCallStartData, ts: datetime | None) -> list[Change]:
     if d.parent_tool_call_id is not None:
         return []  # a sub-agent's call: not one of this turn's
     turn, changes = turn_for(t, d.turn_id, ts)
@@ -198,7 +147,7 @@ def _call_start(t: Transcript, d: ModelCallStartData, ts: datetime | None) -> li
     return changes
 
 
-def _drop_streamed_calls(t: Transcript) -> list[Change]:
+def _drop_streamed_calls(t: TranscriptState) -> list[Change]:
     """A retried call's tool calls that were still being written never happen:
     their cards end interrupted instead of waiting forever."""
     changes: list[Change] = []
@@ -218,17 +167,7 @@ def _failure_reason(d: ModelCallFailureData) -> str:
     return ": ".join(p for p in (status, words) if p) or "model call failed"
 
 
-def run_result_of(event: Event) -> RunResult | None:
-    """The ``result`` line's figures, if ``event`` is that line (and they read)."""
-    if event.type != RESULT_TYPE or not isinstance(event.data, UnknownData):
-        return None
-    try:
-        return RunResult.model_validate(event.data.raw)
-    except ValidationError:
-        return None
-
-
-def _result(t: Transcript, event: Event, d: UnknownData, ts: datetime | None) -> list[Change]:
+def _result(t: TranscriptState, event: Event, d: UnknownData, ts: datetime | None) -> list[Change]:
     run = run_result_of(event)
     if run is None:
         return [t._raw(event.type, d, ts)]

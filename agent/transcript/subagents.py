@@ -5,7 +5,8 @@ Copilot runs a sub-agent inside a tool call (``task``). The run is framed by
 ``toolCallId`` names the call), and every event of the run carries the envelope's
 ``agentId``: its prompt (a ``user.message``), its turns, its tool calls. None of
 them belongs to the main conversation, so :class:`Subagents` routes them to the
-run's own :class:`~agent.transcript.fold.Transcript` (a :class:`Subagent` on the
+run's own fold (a :class:`~agent.transcript.fold.Transcript`, made by the
+factory the host gives) (a :class:`Subagent` on the
 call's :class:`~agent.transcript.blocks.ToolCallBlock`) and the main fold never sees them: a
 sub-agent's prompt is not the user's message, its replies are not the main turn's.
 
@@ -19,9 +20,8 @@ Pure Python: no UI imports.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import cast
 
 from agent.events.schema import (
     AssistantTurnStartData,
@@ -32,14 +32,17 @@ from agent.events.schema import (
     SubagentSelectedData,
     SubagentStartedData,
 )
-from agent.transcript.blocks import Change, ToolCallBlock, TurnStatus, UserBlock, parse_timestamp
+from agent.transcript.blocks import (
+    SUBAGENT_TOOL,
+    Change,
+    Subagent,
+    SubagentStatus,
+    ToolCallBlock,
+    TurnStatus,
+    parse_timestamp,
+)
 from agent.transcript.session import interrupt
-
-if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
-
-SubagentStatus = Literal["running", "completed", "failed", "cancelled", "interrupted"]
-SUBAGENT_TOOL = "task"  # the name given to a card no assistant message announced
+from agent.transcript.state import TranscriptState
 
 _FRAMES = (SubagentStartedData, SubagentCompletedData, SubagentFailedData)
 
@@ -57,71 +60,6 @@ def selection_message(data: SubagentSelectedData | SubagentDeselectedData) -> st
     return f"agent: {data.agent_display_name} selected{tools}"
 
 
-@dataclass(slots=True, eq=False)
-class Subagent:
-    """One sub-agent run: what started it, how it ended, and its own transcript."""
-
-    agent_id: str
-    transcript: Transcript
-    name: str = SUBAGENT_TOOL
-    display_name: str | None = None
-    description: str | None = None
-    model: str | None = None
-    status: SubagentStatus = "running"
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    last_at: datetime | None = None  # the run's latest event
-    error: str | None = None
-    total_tokens: int | None = None
-    # What the run's end reported; the fold's own counts stand in when it did not.
-    reported_tool_calls: int | None = None
-    reported_ms: float | None = None
-    card: ToolCallBlock | None = field(default=None, repr=False)  # the call it runs in
-    # The main transcript's card this run is drawn in (an outer run's, when nested).
-    root: ToolCallBlock | None = field(default=None, repr=False)
-
-    @property
-    def label(self) -> str:
-        return self.display_name or self.name
-
-    @property
-    def finished(self) -> bool:
-        return self.status != "running"
-
-    @property
-    def turns(self) -> int:
-        return self.transcript.turns
-
-    @property
-    def tool_calls(self) -> int:
-        if self.reported_tool_calls is not None:
-            return max(self.reported_tool_calls, self.transcript.tool_calls)
-        return self.transcript.tool_calls
-
-    @property
-    def duration(self) -> float | None:
-        """Seconds the run took: as its end reported, else from its events' stamps."""
-        if self.reported_ms is not None:
-            return self.reported_ms / 1000
-        if self.started_at is None or self.ended_at is None:
-            return None
-        secs = (self.ended_at - self.started_at).total_seconds()
-        return secs if secs >= 0 else None
-
-    @property
-    def prompt(self) -> str | None:
-        """What the run was asked: its first message (the parent agent wrote it)."""
-        for item in self.transcript.items:
-            if isinstance(item, UserBlock):
-                return item.content
-        return None
-
-    @property
-    def answer(self) -> str | None:
-        """The run's final answer, once it has one."""
-        return self.transcript.final_text()
-
-
 # The host transcript's hooks: the card of a call id (made when no event announced
 # it), and the change that redraws a card.
 CardFor = Callable[[str, str], tuple[ToolCallBlock, list[Change]]]
@@ -131,7 +69,8 @@ ChangeOf = Callable[[ToolCallBlock], Change]
 class Subagents:
     """The runs of one session, by ``agentId`` (and by the id of their tool call)."""
 
-    def __init__(self) -> None:
+    def __init__(self, new_fold: Callable[[], TranscriptState]) -> None:
+        self._new_fold = new_fold  # a run's own fold: a fold like the session's
         self._runs: dict[str, Subagent] = {}
         self._running: list[Subagent] = []
 
@@ -220,9 +159,7 @@ class Subagents:
         runs first, for a run started by a run, then in the session)."""
         if sub is not None:
             return sub, []
-        from agent.transcript.fold import Transcript  # the fold of a run is a fold too
-
-        sub = Subagent(tool_call_id, Transcript())
+        sub = Subagent(tool_call_id, self._new_fold())
         changes: list[Change] = []
         card, outer = self._nested_card(tool_call_id)
         if card is None:
@@ -254,4 +191,5 @@ class Subagents:
         turn_status: TurnStatus = "done" if status == "completed" else "aborted"
         if status == "failed":
             turn_status = "error"
-        interrupt(sub.transcript, ts, turn_status, recent=False)
+        # The runs' folds are the factory's TranscriptStates.
+        interrupt(cast(TranscriptState, sub.transcript), ts, turn_status, recent=False)

@@ -5,7 +5,7 @@ it; a call no assistant message announced gets one on the current turn (or a
 detached one at the top level). A permission request marks the card of its call,
 or becomes a notice of its own when it names no known call.
 
-The state lives on the :class:`~agent.transcript.fold.Transcript` (its indexes by tool
+The state lives on the :class:`~agent.transcript.fold.TranscriptState` (its indexes by tool
 call id and request id); these functions fold the events into it.
 
 Pure Python: no UI imports.
@@ -33,11 +33,11 @@ from agent.transcript.blocks import (
 )
 
 if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
+    from agent.transcript.state import TranscriptState
 
 
 def tool_for(
-    t: Transcript, tool_call_id: str, turn: TurnBlock | None, name: str | None
+    t: TranscriptState, tool_call_id: str, turn: TurnBlock | None, name: str | None
 ) -> tuple[ToolCallBlock, TurnBlock | None, list[Change]]:
     """The block of a tool call; created on ``turn`` (else the open turn, else
     detached at the top level) when no event announced it before."""
@@ -62,7 +62,7 @@ def tool_for(
     return tool, parent, [Change("added", tool, parent)]
 
 
-def mark_interrupted(t: Transcript, tool: ToolCallBlock) -> None:
+def mark_interrupted(t: TranscriptState, tool: ToolCallBlock) -> None:
     tool.status = "interrupted"
     tool.last_line = None
     parent = t._tool_turn.get(tool.tool_call_id)
@@ -70,7 +70,7 @@ def mark_interrupted(t: Transcript, tool: ToolCallBlock) -> None:
         parent._interrupted = True
 
 
-def tool_start(t: Transcript, d: ToolExecutionStartData, ts: datetime | None) -> list[Change]:
+def tool_start(t: TranscriptState, d: ToolExecutionStartData, ts: datetime | None) -> list[Change]:
     turn = t._turns_by_id.get(d.turn_id) if d.turn_id else None
     tool, _parent, changes = tool_for(t, d.tool_call_id, turn, d.tool_name)
     t.todos.call_started(d.tool_name, d.arguments)
@@ -85,7 +85,7 @@ def tool_start(t: Transcript, d: ToolExecutionStartData, ts: datetime | None) ->
     return changes or [t._tool_change(tool)]
 
 
-def tool_partial(t: Transcript, d: ToolExecutionPartialResultData) -> list[Change]:
+def tool_partial(t: TranscriptState, d: ToolExecutionPartialResultData) -> list[Change]:
     tool, _parent, changes = tool_for(t, d.tool_call_id, None, None)
     if tool.finished:
         return changes  # late output of a call already closed
@@ -96,7 +96,9 @@ def tool_partial(t: Transcript, d: ToolExecutionPartialResultData) -> list[Chang
     return changes or [t._tool_change(tool)]
 
 
-def tool_complete(t: Transcript, d: ToolExecutionCompleteData, ts: datetime | None) -> list[Change]:
+def tool_complete(
+    t: TranscriptState, d: ToolExecutionCompleteData, ts: datetime | None
+) -> list[Change]:
     turn = t._turns_by_id.get(d.turn_id) if d.turn_id else None
     tool, _parent, changes = tool_for(t, d.tool_call_id, turn, None)
     if d.success:
@@ -117,7 +119,7 @@ def tool_complete(t: Transcript, d: ToolExecutionCompleteData, ts: datetime | No
 
 
 def permission_requested(
-    t: Transcript, d: PermissionRequestedData, ts: datetime | None
+    t: TranscriptState, d: PermissionRequestedData, ts: datetime | None
 ) -> list[Change]:
     call_id = d.permission_request.get("toolCallId")
     tool = t._tools.get(call_id) if isinstance(call_id, str) else None
@@ -138,7 +140,7 @@ def permission_requested(
 
 
 def permission_completed(
-    t: Transcript, d: PermissionCompletedData, ts: datetime | None
+    t: TranscriptState, d: PermissionCompletedData, ts: datetime | None
 ) -> list[Change]:
     outcome = str(d.result.get("kind") or "completed")
     target = t._permissions.pop(d.request_id, None)

@@ -5,7 +5,7 @@ the warnings that say a call was retried or its output cut at the limit.
 Assistant output outside a turn opens an implied one. A retried call keeps what the
 failed attempt streamed apart, marked cut.
 
-The state lives on the :class:`~agent.transcript.fold.Transcript` (its turns by turn id,
+The state lives on the :class:`~agent.transcript.fold.TranscriptState` (its turns by turn id,
 message id and reasoning id); these functions fold the events into it.
 
 Pure Python: no UI imports.
@@ -36,11 +36,11 @@ from agent.transcript.tools import tool_for
 from agent.transcript.usage import set_turn_usage
 
 if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
+    from agent.transcript.state import TranscriptState
 
 
 def new_turn(
-    t: Transcript, turn_id: str | None, model: str | None, ts: datetime | None
+    t: TranscriptState, turn_id: str | None, model: str | None, ts: datetime | None
 ) -> TurnBlock:
     t.turns += 1
     if model:
@@ -62,7 +62,7 @@ def new_turn(
 
 
 def turn_for(
-    t: Transcript,
+    t: TranscriptState,
     turn_id: str | None,
     ts: datetime | None,
     by_stream: dict[str, TurnBlock] | None = None,
@@ -101,7 +101,7 @@ def cut(turn: TurnBlock, attempt: int, text: str) -> None:
     turn._text.discard_live()
 
 
-def turn_retry(t: Transcript, d: AssistantTurnRetryData, ts: datetime | None) -> list[Change]:
+def turn_retry(t: TranscriptState, d: AssistantTurnRetryData, ts: datetime | None) -> list[Change]:
     turn = t._turns_by_id.get(d.turn_id) or t._open_turn
     if turn is None:
         msg = d.reason or "model call retried"
@@ -110,7 +110,7 @@ def turn_retry(t: Transcript, d: AssistantTurnRetryData, ts: datetime | None) ->
     return retry(turn, d.reason)
 
 
-def turn_start(t: Transcript, d: AssistantTurnStartData, ts: datetime | None) -> list[Change]:
+def turn_start(t: TranscriptState, d: AssistantTurnStartData, ts: datetime | None) -> list[Change]:
     changes: list[Change] = []
     previous = t._open_turn
     if previous is not None:
@@ -124,7 +124,7 @@ def turn_start(t: Transcript, d: AssistantTurnStartData, ts: datetime | None) ->
     return changes
 
 
-def turn_end(t: Transcript, d: AssistantTurnEndData, ts: datetime | None) -> list[Change]:
+def turn_end(t: TranscriptState, d: AssistantTurnEndData, ts: datetime | None) -> list[Change]:
     turn = t._turns_by_id.get(d.turn_id) or t._open_turn
     if turn is None:
         return []
@@ -142,7 +142,9 @@ def turn_end(t: Transcript, d: AssistantTurnEndData, ts: datetime | None) -> lis
     return [Change("updated", turn)]
 
 
-def message_start(t: Transcript, d: AssistantMessageStartData, ts: datetime | None) -> list[Change]:
+def message_start(
+    t: TranscriptState, d: AssistantMessageStartData, ts: datetime | None
+) -> list[Change]:
     turn, changes = turn_for(t, None, ts, t._turns_by_message, d.message_id)
     t._turns_by_message[d.message_id] = turn
     if not t.stream.timed(turn):  # else the model call started the clock already
@@ -150,7 +152,9 @@ def message_start(t: Transcript, d: AssistantMessageStartData, ts: datetime | No
     return changes
 
 
-def message_delta(t: Transcript, d: AssistantMessageDeltaData, ts: datetime | None) -> list[Change]:
+def message_delta(
+    t: TranscriptState, d: AssistantMessageDeltaData, ts: datetime | None
+) -> list[Change]:
     turn, changes = turn_for(t, None, ts, t._turns_by_message, d.message_id)
     t._turns_by_message[d.message_id] = turn
     if turn._text.delta(d.message_id, d.delta_content):
@@ -160,7 +164,7 @@ def message_delta(t: Transcript, d: AssistantMessageDeltaData, ts: datetime | No
     return changes
 
 
-def message(t: Transcript, d: AssistantMessageData, ts: datetime | None) -> list[Change]:
+def message(t: TranscriptState, d: AssistantMessageData, ts: datetime | None) -> list[Change]:
     turn, changes = turn_for(t, d.turn_id, ts, t._turns_by_message, d.message_id)
     t._turns_by_message[d.message_id] = turn
     if turn._text.final(d.message_id, d.content):
@@ -187,7 +191,7 @@ def message(t: Transcript, d: AssistantMessageData, ts: datetime | None) -> list
 
 
 def reasoning_delta(
-    t: Transcript, d: AssistantReasoningDeltaData, ts: datetime | None
+    t: TranscriptState, d: AssistantReasoningDeltaData, ts: datetime | None
 ) -> list[Change]:
     turn, changes = turn_for(t, None, ts, t._turns_by_reasoning, d.reasoning_id)
     t._turns_by_reasoning[d.reasoning_id] = turn
@@ -197,7 +201,7 @@ def reasoning_delta(
     return changes
 
 
-def reasoning(t: Transcript, d: AssistantReasoningData, ts: datetime | None) -> list[Change]:
+def reasoning(t: TranscriptState, d: AssistantReasoningData, ts: datetime | None) -> list[Change]:
     turn, changes = turn_for(t, None, ts, t._turns_by_reasoning, d.reasoning_id)
     t._turns_by_reasoning[d.reasoning_id] = turn
     stream = turn._reasoning
@@ -211,7 +215,7 @@ def reasoning(t: Transcript, d: AssistantReasoningData, ts: datetime | None) -> 
     return changes
 
 
-def note(t: Transcript, event: Event, d: SessionCustomNotificationData) -> list[Change]:
+def note(t: TranscriptState, event: Event, d: SessionCustomNotificationData) -> list[Change]:
     """loopdeck's notes about a turn (agent/events/turn_notes.py); others are shown raw."""
     note = read_note(d)
     if note is None:
@@ -228,7 +232,7 @@ def note(t: Transcript, event: Event, d: SessionCustomNotificationData) -> list[
     return [Change("updated", turn)]
 
 
-def warning(t: Transcript, d: SessionWarningData, ts: datetime | None) -> list[Change]:
+def warning(t: TranscriptState, d: SessionWarningData, ts: datetime | None) -> list[Change]:
     notice = NoticeBlock(t._new_id(), "warning", d.message, subtype=d.warning_type, timestamp=ts)
     changes = [t._add(notice)]
     if d.warning_type == "model_retry" and t._open_turn is not None:

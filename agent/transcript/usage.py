@@ -18,11 +18,11 @@ from agent.transcript.blocks import Change, InfoRowBlock, TurnBlock
 from agent.transcript.info_rows import usage_body, usage_summary
 
 if TYPE_CHECKING:
-    from agent.transcript.fold import Transcript
+    from agent.transcript.state import TranscriptState
 
 
 def set_turn_usage(
-    t: Transcript,
+    t: TranscriptState,
     turn: TurnBlock,
     input_tokens: int | None,
     output_tokens: int | None,
@@ -35,7 +35,7 @@ def set_turn_usage(
     turn.input_tokens, turn.output_tokens, turn.cost = input_tokens, output_tokens, cost
 
 
-def usage(t: Transcript, d: AssistantUsageData) -> list[Change]:
+def usage(t: TranscriptState, d: AssistantUsageData) -> list[Change]:
     turn = t._open_turn or t._last_turn
     if turn is None:
         t.input_tokens += d.input_tokens or 0
@@ -65,7 +65,7 @@ def usage(t: Transcript, d: AssistantUsageData) -> list[Change]:
     return [Change("updated", turn)]
 
 
-def usage_checkpoint(t: Transcript, d: SessionUsageCheckpointData) -> list[Change]:
+def usage_checkpoint(t: TranscriptState, d: SessionUsageCheckpointData) -> list[Change]:
     """The session's cumulative usage: what grew since the last checkpoint is the
     turn's that made the call (superseding assistant.usage, which replay lacks);
     before any turn (a replay window's seed) it only sets the session's totals."""
@@ -95,7 +95,9 @@ def usage_checkpoint(t: Transcript, d: SessionUsageCheckpointData) -> list[Chang
     return [Change("updated", turn)]
 
 
-def usage_summary_row(t: Transcript, d: SessionShutdownData, ts: datetime | None) -> list[Change]:
+def usage_summary_row(
+    t: TranscriptState, d: SessionShutdownData, ts: datetime | None
+) -> list[Change]:
     """The usage a shutdown reports per model, as a row after its notice."""
     wire = d.wire()
     title = usage_summary(wire)
