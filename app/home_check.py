@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from agent.log.store import loopdeck_home, make_private_dirs
+from agent.log.places import loopdeck_home, make_private_dirs
 
 FIX = "set LOOPDECK_HOME to a writable directory"
 

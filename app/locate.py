@@ -6,8 +6,9 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.log.places import copilot_home, loopdeck_home
 from agent.log.replay import events_file
-from agent.log.store import SessionNotFound, SessionStore, copilot_home, loopdeck_home
+from agent.log.store import SessionNotFound, SessionStore
 
 
 def locate_session(spec: str) -> Path:

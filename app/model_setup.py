@@ -11,7 +11,8 @@ from typing import TypeVar
 
 from agent.events.schema import Mode
 from agent.log.lock import SessionInUse
-from agent.log.store import ForeignSession, SessionStore, loopdeck_home
+from agent.log.places import loopdeck_home
+from agent.log.store import ForeignSession, SessionStore
 from agent.log.writer import LogWriteError
 from agent.loop.compaction import CompactionSettings, settings_from
 from agent.loop.turn_loop import DEFAULT_MAX_CONTINUES

@@ -15,7 +15,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from agent.log.lock import SessionInUse, delete_session
-from agent.log.store import ForeignSession, SessionStore, SessionSummary
+from agent.log.session_row import SessionSummary
+from agent.log.store import ForeignSession, SessionStore
 from app.sessions_table import origin_prefix, outcome_cell, sessions_for, usage_cells
 from widgets.format import duration, one_line
 

@@ -9,7 +9,9 @@ from datetime import datetime
 from pathlib import Path
 
 from agent.log.lock import in_use_by
-from agent.log.store import SessionStore, SessionSummary, copilot_home, loopdeck_home
+from agent.log.places import copilot_home, loopdeck_home
+from agent.log.session_row import SessionSummary
+from agent.log.store import SessionStore
 from widgets.format import cost, duration, tokens
 
 _HEADERS = (

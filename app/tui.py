@@ -12,7 +12,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.log.store import SessionStore, loopdeck_home
+from agent.log.places import loopdeck_home
+from agent.log.store import SessionStore
 
 if TYPE_CHECKING:
     from agent.models.base import ModelClient

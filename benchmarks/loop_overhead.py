@@ -41,7 +41,8 @@ from typing import Any, ClassVar
 
 import agent
 from agent.events.schema import Event, Mode, ToolExecutionCompleteData
-from agent.log.store import EVENTS_FILE, SessionStore
+from agent.log.places import EVENTS_FILE
+from agent.log.store import SessionStore
 from agent.models.scripted import Script, ScriptedModel
 from agent.session.session import Session
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult

@@ -25,7 +25,8 @@ from rich.console import Console, RenderableType
 
 from agent.events import schema as ours
 from agent.events.schema import AssistantMessageData, event_from_dict
-from agent.log.store import SessionStore, SessionSummary
+from agent.log.session_row import SessionSummary
+from agent.log.store import SessionStore
 from agent.log.summary import summarize_events
 from agent.transcript.blocks import (
     AbortBlock,

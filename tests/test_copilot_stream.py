@@ -26,7 +26,8 @@ from textual.pilot import Pilot
 
 from agent.events.run_result import run_result_of
 from agent.events.schema import Event, UnknownData, event_from_dict, event_from_json
-from agent.log.store import SessionStore, SessionSummary, read_events, with_unreadable_rows
+from agent.log.session_row import SessionSummary
+from agent.log.store import SessionStore, read_events, with_unreadable_rows
 from agent.log.summary import summarize_events
 from agent.transcript.blocks import NoticeBlock, RawBlock, TurnBlock, UserBlock
 from agent.transcript.fold import Transcript, fold

@@ -44,7 +44,8 @@ from agent.events.schema import (
     event_from_dict,
 )
 from agent.events.usage_ledger import totals_of
-from agent.log.store import SessionSummary, read_events
+from agent.log.session_row import SessionSummary
+from agent.log.store import read_events
 from agent.log.summary import LISTING_TYPES, LITERALS, NESTED, SHAPES, summarize_events
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent.log.scan
-from agent.log.store import SessionStore, SessionSummary
+from agent.log.session_row import SessionSummary
+from agent.log.store import SessionStore
 from agent.log.summary import LISTING_TYPES, summarize_events
 
 REAL = Path(__file__).parent / "fixtures" / "copilot-real"

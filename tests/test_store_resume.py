@@ -17,8 +17,8 @@ from agent.events.schema import (
     ToolRequest,
     UserMessageData,
 )
+from agent.log.places import loopdeck_home as home_from_env
 from agent.log.store import SessionStore, parse_lines, read_events
-from agent.log.store import loopdeck_home as home_from_env
 from agent.session.session import Session
 from tests.scripting import FakeRecorder, new_session, scripted
 

@@ -15,7 +15,8 @@ from copilot.generated.session_events import session_event_from_dict
 
 from agent.events.schema import AbortData, Event, event_from_dict, event_from_json
 from agent.log.replay import EventIndex
-from agent.log.store import SessionSummary, read_events, with_unreadable_rows
+from agent.log.session_row import SessionSummary
+from agent.log.store import read_events, with_unreadable_rows
 from agent.log.summary import summarize_events
 from agent.loop.history import History
 from agent.transcript.blocks import NoticeBlock, ToolCallBlock, TurnBlock, UserBlock

@@ -16,7 +16,8 @@ from agent.events.schema import (
     SessionUsageCheckpointData,
 )
 from agent.log.replay import EventIndex
-from agent.log.store import SessionStore, SessionSummary, read_events
+from agent.log.session_row import SessionSummary
+from agent.log.store import SessionStore, read_events
 from agent.log.summary import summarize_events
 from agent.session.session import Session
 from agent.transcript.blocks import TurnBlock

@@ -34,7 +34,8 @@ from agent.events.schema import (
     SessionWarningData,
     WorkingDirectoryContext,
 )
-from agent.log.store import EVENTS_FILE, SessionStore, make_private_dirs
+from agent.log.places import EVENTS_FILE, make_private_dirs
+from agent.log.store import SessionStore
 
 # The producer names loopdeck shows for an origin's ``session.start`` producer.
 _PRODUCERS = {"copilot-agent": "GitHub Copilot CLI", "loopdeck": "loopdeck"}

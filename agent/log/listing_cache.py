@@ -17,7 +17,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from agent.log.store import SessionSummary, make_private_dirs
+from agent.log.places import make_private_dirs
+from agent.log.session_row import SessionSummary
 
 _CODE = (
     "store.py",

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from agent.log.store import SessionStore, make_private_dirs, pid_alive
+from agent.log.places import make_private_dirs
+from agent.log.store import SessionStore, pid_alive
 
 LOCK_FILE = "writer.lock"
 _COMMAND_CHARS = 160

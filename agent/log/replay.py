@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.log.line_heads import LINE_HEAD
-from agent.log.store import EVENTS_FILE, unreadable_row
-from agent.log.store import copilot_home as copilot_home  # its home was here once
+from agent.log.places import EVENTS_FILE
+from agent.log.store import unreadable_row
 
 if TYPE_CHECKING:
     from agent.events.schema import Event

@@ -11,9 +11,8 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,26 +21,12 @@ if TYPE_CHECKING:
     from agent.log.listing_cache import ListingCache
     from agent.log.writer import SessionWriter
 
+from agent.log.places import EVENTS_FILE, META_FILE, make_private_dirs
+from agent.log.session_row import SessionSummary
+
 # The event models (pydantic) are imported where events are read or written, not
 # here: a listing of sessions with metadata never needs them (their import costs
 # more than the whole listing).
-
-EVENTS_FILE = "events.jsonl"
-META_FILE = "session.json"
-
-
-def loopdeck_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    home = env.get("LOOPDECK_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".loopdeck"
-
-
-def copilot_home(env: Mapping[str, str] | None = None) -> Path:
-    """GitHub Copilot CLI's home: read (listed, replayed, forked), never written."""
-    env = os.environ if env is None else env
-    home = env.get("COPILOT_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".copilot"
-
 
 # --- reading -------------------------------------------------------------------
 
@@ -129,38 +114,6 @@ def read_events(path: Path) -> ReadResult:
 
 
 # --- the store -----------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class SessionSummary:
-    id: str
-    path: Path
-    started: str = ""
-    updated: str = ""
-    cwd: str = ""
-    model: str = ""
-    mode: str = "interactive"
-    turns: int = 0
-    first_prompt: str = ""
-    title: str = ""  # set by /rename (session.title_changed)
-    tool_calls: int = 0
-    # completed / error / aborted / stopped / in progress / interrupted (process gone)
-    outcome: str = "in progress"
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-    # A fork's origin, e.g. "copilot 6a23e131" (the metadata's ``forkedFrom``).
-    origin: str = ""
-
-    @property
-    def duration(self) -> float | None:
-        """Seconds from start to the last recorded activity."""
-        try:
-            start = datetime.fromisoformat(self.started)
-            end = datetime.fromisoformat(self.updated)
-            return max(0.0, (end - start).total_seconds())
-        except (ValueError, TypeError):  # TypeError: one stamp has a zone, the other not
-            return None
 
 
 class SessionNotFound(LookupError):
@@ -389,18 +342,6 @@ def _meta_fits(meta: dict[str, Any]) -> bool:
         if key in meta and (not isinstance(value, kind) or isinstance(value, bool)):
             return False
     return True
-
-
-def make_private_dirs(path: Path) -> None:
-    """``mkdir -p`` where every folder it creates is 0700 (``Path.mkdir`` gives the
-    parents the umask's mode)."""
-    missing: list[Path] = []
-    for part in (path, *path.parents):
-        if part.exists():
-            break
-        missing.append(part)
-    for part in reversed(missing):
-        part.mkdir(exist_ok=True, mode=0o700)
 
 
 def pid_alive(pid: object) -> bool:

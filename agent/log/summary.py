@@ -18,7 +18,7 @@ from typing import Any
 
 from agent.events.json_line import data_of
 from agent.events.usage_ledger import totals_of_metrics
-from agent.log.store import SessionSummary
+from agent.log.session_row import SessionSummary
 
 RESULT_TYPE = "result"  # the end of a `copilot -p` run (agent/events/run_result.py)
 

@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-from agent.log.store import SessionStore, loopdeck_home, make_private_dirs
+from agent.log.places import loopdeck_home, make_private_dirs
+from agent.log.store import SessionStore
 from app.server.methods import Runtime
 from app.server.rpc import Connection
 

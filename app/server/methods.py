@@ -28,7 +28,8 @@ from agent.events.schema import (
 )
 from agent.events.todos import sdk_rows
 from agent.log.lock import SessionInUse, delete_session
-from agent.log.store import ForeignSession, SessionStore, SessionSummary, read_events
+from agent.log.session_row import SessionSummary
+from agent.log.store import ForeignSession, SessionStore, read_events
 from agent.loop.compaction import settings_from
 from agent.loop.turn_loop import DEFAULT_MAX_CONTINUES, LoopOutcome
 from agent.models.base import ModelClient
