@@ -13,11 +13,9 @@ Pure Python: no UI imports.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from agent.events.schema import Event, EventData, SessionTodosChangedData, ToolExecutionStartData
 
 TOOL_NAME = "update_todos"
 TodoStatus = Literal["pending", "in_progress", "done", "blocked"]
@@ -118,33 +116,3 @@ class TodoFold:
             return False
         self.items = proposed
         return True
-
-
-class TodoHost(Protocol):
-    def emit(self, data: EventData) -> Event: ...
-
-
-class TodoList:
-    """The session's list. A change is emitted as ``session.todos_changed`` and taken
-    in by :meth:`fold`, live and on resume alike."""
-
-    def __init__(self, host: TodoHost) -> None:
-        self.host = host
-        self._fold = TodoFold()
-
-    @property
-    def items(self) -> list[TodoItem]:
-        return list(self._fold.items or [])
-
-    def changed(self) -> None:
-        """The update_todos call running now changed the list (its arguments are it)."""
-        self.host.emit(SessionTodosChangedData())
-
-    def fold(self, event: Event) -> None:
-        match event.data:
-            case ToolExecutionStartData(tool_name=name, arguments=arguments):
-                self._fold.call_started(name, arguments)
-            case SessionTodosChangedData():
-                self._fold.changed()
-            case _:
-                pass

@@ -43,7 +43,6 @@ from agent.events.schema import (
     ToolRequest,
     WorkingDirectoryContext,
 )
-from agent.events.todos import TodoList
 from agent.events.usage_ledger import UsageLedger
 from agent.log.lock import SessionLock
 from agent.log.store import SessionStore
@@ -71,6 +70,7 @@ from agent.session.plan_mode import PlanMode, plan_registry
 from agent.session.runner import Prompt, PromptRunner
 from agent.session.shell_escape import run_user_command
 from agent.session.tail_resume import ResumePlan
+from agent.session.todos import TodoList
 from agent.session.user_input import UserQuestions
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.exit_plan_mode import ExitPlanModeTool

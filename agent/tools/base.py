@@ -6,16 +6,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from agent.sandbox.secrets import EnvFilter
 
 if TYPE_CHECKING:
-    from agent.events.todos import TodoList
     from agent.sandbox.policy import Confinement
-    from agent.session.user_input import UserQuestions
 
 # ``custom-tool``: a tool an SDK app defined and runs itself (see tools/external.py).
 ToolKind = Literal["read", "write", "shell", "custom-tool"]
@@ -53,8 +51,28 @@ class ToolContext:
     sandbox: Confinement | None = None
     env_filter: EnvFilter = field(default_factory=EnvFilter)
     # The session's questions to the user and its todo list (ask_user, update_todos).
-    questions: UserQuestions | None = None
-    todos: TodoList | None = None
+    questions: QuestionAsker | None = None
+    todos: TodoKeeper | None = None
+
+
+class QuestionAsker(Protocol):
+    """Who puts the model's questions to the user (the session's
+    agent/session/user_input.py)."""
+
+    async def ask(
+        self,
+        question: str,
+        choices: list[str],
+        *,
+        allow_freeform: bool = True,
+        tool_call_id: str | None = None,
+    ) -> ToolResult: ...
+
+
+class TodoKeeper(Protocol):
+    """Who keeps the session's todo list (agent/session/todos.py)."""
+
+    def changed(self) -> None: ...
 
 
 class ToolError(Exception):

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 
-if TYPE_CHECKING:
-    from agent.session.plan_mode import PlanMode
+
+class PlanProposer(Protocol):
+    """Who shows the plan to the user and waits (the session's agent/session/plan_mode.py)."""
+
+    async def propose(self, summary: str, plan: str) -> ToolResult: ...
 
 
 class ExitPlanModeArgs(ToolArgs):
@@ -31,7 +34,7 @@ class ExitPlanModeTool(Tool):
     kind = "read"
     Args = ExitPlanModeArgs
 
-    def __init__(self, plan: PlanMode) -> None:
+    def __init__(self, plan: PlanProposer) -> None:
         self.plan = plan
 
     async def run(self, args: ExitPlanModeArgs, ctx: ToolContext) -> ToolResult:
