@@ -23,10 +23,10 @@ from agent.events.schema import (
 )
 
 if TYPE_CHECKING:
-    from agent.session.session import Session
+    from agent.session.internals import SessionInternals
 
 
-def fold_state(session: Session, event: Event, *, count: bool = True) -> None:
+def fold_state(session: SessionInternals, event: Event, *, count: bool = True) -> None:
     """Everything but the model's history (``count``: the counters too)."""
     session.permission_level.fold(event)
     session.plan.fold(event)

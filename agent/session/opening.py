@@ -48,17 +48,17 @@ from agent.tools.registry import ToolRegistry
 from agent.transcript.blocks import parse_timestamp
 
 if TYPE_CHECKING:
-    from agent.session.session import Session
+    from agent.session.internals import SessionInternals
 
 log = logging.getLogger("agent.session.session")
 
-S = TypeVar("S", bound="Session")
+S = TypeVar("S", bound="SessionInternals")
 
 INTERRUPTED_BY_EXIT = "Interrupted: the session stopped before this tool call finished."
 
 
 async def resume_locked(
-    cls: type[S],
+    cls: Callable[..., S],
     lock: SessionLock,
     *,
     store: SessionStore,
@@ -161,7 +161,7 @@ async def resume_locked(
     return session
 
 
-def restore(session: Session, plan: ResumePlan) -> None:
+def restore(session: SessionInternals, plan: ResumePlan) -> None:
     """Fold what :func:`plan_resume` read: the state events from before the
     history's start (state only), then everything from there (whole). The
     history opens with the last checkpoint's summary."""
@@ -202,7 +202,9 @@ def restore(session: Session, plan: ResumePlan) -> None:
     session.resumed_from = plan
 
 
-def close_dangling_compaction(session: Session, index: EventIndex, stopped: str | None) -> None:
+def close_dangling_compaction(
+    session: SessionInternals, index: EventIndex, stopped: str | None
+) -> None:
     """A crash can leave a summary unfinished (a ``session.compaction_start`` with
     no complete after it): record it as failed, as closing the session would have."""
     types = index.types
@@ -230,7 +232,7 @@ def close_dangling_compaction(session: Session, index: EventIndex, stopped: str 
     )
 
 
-def close_dangling(session: Session, stopped: str | None = None) -> None:
+def close_dangling(session: SessionInternals, stopped: str | None = None) -> None:
     """A crash can leave tool calls and a turn open: close them as interrupted,
     at ``stopped`` (the time of the log's last event) when known."""
     session.plan.settle_unanswered()
@@ -258,7 +260,7 @@ def close_dangling(session: Session, stopped: str | None = None) -> None:
         )
 
 
-async def start_new(session: Session, store: SessionStore | None) -> None:
+async def start_new(session: SessionInternals, store: SessionStore | None) -> None:
     """:meth:`Session.create`'s work on the new ``session``: its folder locked, its log
     opened, ``session.start`` recorded and written."""
     session._created_here = True
@@ -284,14 +286,14 @@ async def start_new(session: Session, store: SessionStore | None) -> None:
     session._save_meta()
 
 
-def sandbox_notice(session: Session) -> None:
+def sandbox_notice(session: SessionInternals) -> None:
     """Once per run: the sandbox was asked for and this kernel cannot provide it."""
     notice = session.sandbox.notice() if session.sandbox is not None else None
     if notice is not None:
         session.emit(SessionWarningData(warning_type="sandbox_unavailable", message=notice))
 
 
-async def check_written(session: Session) -> None:
+async def check_written(session: SessionInternals) -> None:
     """Start-up: wait for the first events to be written, so that a full or
     unwritable disk is one clear error (:class:`LogWriteError`), not a run that
     loses its log."""
@@ -310,11 +312,11 @@ async def check_written(session: Session) -> None:
         raise error
 
 
-def working_context(session: Session) -> WorkingDirectoryContext:
+def working_context(session: SessionInternals) -> WorkingDirectoryContext:
     return WorkingDirectoryContext(cwd=str(session.cwd), branch=git_branch(session.cwd))
 
 
-def save_meta(session: Session) -> None:
+def save_meta(session: SessionInternals) -> None:
     """Write the metadata file listings read (``sessions``), when the session is stored."""
     if session.store is None:
         return

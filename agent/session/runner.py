@@ -17,7 +17,7 @@ from agent.events.schema import AbortData, SessionIdleData
 from agent.loop.turn_loop import LoopOutcome, TurnLoop
 
 if TYPE_CHECKING:
-    from agent.session.session import Session
+    from agent.session.internals import SessionInternals
 
 
 @dataclass(slots=True)
@@ -31,7 +31,7 @@ class Prompt:
 class PromptRunner:
     """Runs a session's prompts in order, one :class:`~agent.loop.turn_loop.TurnLoop` each."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionInternals) -> None:
         self.session = session
         self.queue: collections.deque[Prompt] = collections.deque()
         # Sent with send(..., immediate=True) while a loop runs: it picks them up at

@@ -25,7 +25,7 @@ from agent.tools.base import ToolResult
 from agent.tools.registry import execute
 
 if TYPE_CHECKING:
-    from agent.session.session import Session
+    from agent.session.internals import SessionInternals
 
 TOOL_NAME = "local_shell"  # Copilot's name for the user's own shell command
 SHELL_TOOL = "bash"
@@ -39,7 +39,7 @@ def parse(text: str) -> str | None:
     return text[1:].strip()
 
 
-async def run_user_command(session: Session, command: str) -> ToolResult:
+async def run_user_command(session: SessionInternals, command: str) -> ToolResult:
     """Run ``command`` for the user and record it; returns the tool's result."""
     call_id = str(uuid.uuid4())
     session.emit(
@@ -62,7 +62,9 @@ async def run_user_command(session: Session, command: str) -> ToolResult:
     return result
 
 
-def _complete(session: Session, call_id: str, result: ToolResult, code: str | None = None) -> None:
+def _complete(
+    session: SessionInternals, call_id: str, result: ToolResult, code: str | None = None
+) -> None:
     session.emit(
         ToolExecutionCompleteData(
             tool_call_id=call_id,
@@ -82,7 +84,7 @@ def _complete(session: Session, call_id: str, result: ToolResult, code: str | No
     )
 
 
-async def _run(session: Session, request: ToolRequest) -> ToolResult:
+async def _run(session: SessionInternals, request: ToolRequest) -> ToolResult:
     if session.tools().get(SHELL_TOOL) is None:
         # This mode has no shell (plan mode): its rules could not be applied.
         return ToolResult.failure(
