@@ -1,25 +1,6 @@
-"""The OS sandbox for the bash tool: what a command may write, and whether it may connect.
+"""The OS sandbox for the bash tool: what a command may write, and whether it may connect
+(policy decides; landlock enforces, in the child only), and the secrets kept out of
+commands' environment and out of everything recorded.
 
-``policy`` decides (modes, settings, what the model and the user are told);
-``landlock`` enforces, in the child process only.
+May import: agent.events.
 """
-
-from agent.sandbox.policy import (
-    SANDBOX_MODES,
-    Confinement,
-    Sandbox,
-    SandboxMode,
-    SandboxSettings,
-    Support,
-    probe,
-)
-
-__all__ = [
-    "SANDBOX_MODES",
-    "Confinement",
-    "Sandbox",
-    "SandboxMode",
-    "SandboxSettings",
-    "Support",
-    "probe",
-]
