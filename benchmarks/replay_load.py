@@ -110,9 +110,9 @@ _FILES = (
     "widgets/timeline.py",
     "widgets/turn_view.py",
     "widgets/tool_card.py",
-    "tests/test_loop.py",
+    "tests/loop/test_loop.py",
     "tests/test_store.py",
-    "tests/test_transcript.py",
+    "tests/transcript/test_transcript.py",
     "pyproject.toml",
     "README.md",
 )

@@ -1,0 +1,1 @@
+"""The agent loop: turns, hooks, compaction and the context window, history, the system prompt."""

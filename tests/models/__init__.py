@@ -1,0 +1,3 @@
+"""Models: litellm's client, model choice and settings, provider errors and faults, a real
+llama.cpp server.
+"""

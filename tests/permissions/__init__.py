@@ -1,0 +1,1 @@
+"""Permission rules, the shell parser they read commands with, autopilot's level."""

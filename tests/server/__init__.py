@@ -1,0 +1,1 @@
+"""The Copilot SDK runtime, driven by the official SDK."""

@@ -1,0 +1,1 @@
+"""The session: questions to the user, plan mode, resume, forks, the prompt's engine."""

@@ -1,0 +1,3 @@
+"""What the tests share: fakes (``Fake*``), a fault-injecting OpenAI server, the llama.cpp
+harness, helpers.
+"""

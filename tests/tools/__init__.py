@@ -1,0 +1,1 @@
+"""The built-in tools, the OS sandbox and secrets masking."""

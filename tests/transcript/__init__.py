@@ -1,0 +1,1 @@
+"""The transcript fold: loopdeck's and Copilot CLI's logs and streams folded into blocks."""

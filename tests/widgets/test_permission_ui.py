@@ -1,0 +1,507 @@
+"""The permission prompt in the real app, driven with Pilot over scripted sessions.
+
+Interactive: an ``edit`` or ``bash`` call shows the inline prompt with exactly what
+will change or run; ``y`` runs it once, ``a`` approves it for the session, ``n``
+denies it and sends the user's feedback to the model. Keys typed in the moment the
+prompt appears do not answer it. Autopilot never asks about a call: once the user
+kept their rules (the level asked before autopilot, tests/permissions/test_permission_level.py),
+a call without a rule is denied and the loop goes on; with ``allow_all`` it runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+import widgets.arming as arming
+import widgets.timeline as timeline_module
+from agent.events.schema import Mode, PermissionCompletedData, ToolExecutionCompleteData
+from agent.permissions.rules import PermissionAnswer, PermissionPolicy, PermissionPrompt
+from agent.session.session import Session
+from app.app import LoopdeckApp
+from tests.app.test_app_pilot import text_of
+from tests.support.scripting import FakeRecorder, scripted
+from widgets.message_blocks import TaskCompleteView
+from widgets.permission_level import PermissionLevelScreen
+from widgets.permission_prompt import PermissionPromptView
+from widgets.tool_card import ToolCard
+
+SIZE = (100, 36)
+WAIT = 5.0
+
+GREET = 'def greet(name):\n    return "Hello, " + name\n'
+FIXED = 'def greet(name):\n    return "Hi, " + name\n'
+EDIT = {
+    "name": "edit",
+    "arguments": {"path": "greet.py", "old_str": '"Hello, "', "new_str": '"Hi, "'},
+}
+OLD_LINE = '-    return "Hello, " + name'
+NEW_LINE = '+    return "Hi, " + name'
+
+
+def bash(command: str) -> dict[str, Any]:
+    return {"name": "bash", "arguments": {"command": command}}
+
+
+class Harness:
+    """The app over a scripted session; records events and every permission asked."""
+
+    def __init__(
+        self,
+        turns: list[dict[str, Any]],
+        cwd: Path,
+        *,
+        mode: Mode = "interactive",
+        policy: PermissionPolicy | None = None,
+    ) -> None:
+        self.model = scripted(turns)
+        self.recorder = FakeRecorder()
+        self.asked: list[PermissionPrompt] = []
+
+        async def opener() -> Session:
+            session = await Session.create(
+                model=self.model, cwd=cwd, mode=mode, store=None, policy=policy
+            )
+            session.subscribe(self.recorder)
+            return session
+
+        self.app = LoopdeckApp(opener, nudge_cap=5)
+
+    @property
+    def session(self) -> Session:
+        assert self.app.session is not None, "the session has not opened"
+        return self.app.session
+
+    def count_asks(self) -> None:
+        """Wrap the app's asker (set when the session opens) to record each prompt."""
+        ask = self.session.permissions.asker
+        assert ask is not None, "the app did not install its asker"
+
+        async def counting(prompt: PermissionPrompt) -> PermissionAnswer:
+            self.asked.append(prompt)
+            return await ask(prompt)
+
+        self.session.permissions.asker = counting
+
+    def completed(self) -> list[dict[str, Any]]:
+        out = []
+        for event in self.recorder.of("permission.completed"):
+            assert isinstance(event.data, PermissionCompletedData)
+            out.append(event.data.result)
+        return out
+
+    def tool_results(self) -> list[ToolExecutionCompleteData]:
+        out = []
+        for event in self.recorder.of("tool.execution_complete"):
+            assert isinstance(event.data, ToolExecutionCompleteData)
+            out.append(event.data)
+        return out
+
+    def prompt_view(self) -> PermissionPromptView | None:
+        views = list(self.app.query(PermissionPromptView))
+        assert len(views) <= 1, "two permission prompts at once"
+        return views[0] if views else None
+
+
+async def wait_for(pilot: Pilot[Any], check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.01)
+
+
+async def start(pilot: Pilot[Any], h: Harness, text: str) -> None:
+    """Wait for the session, count the prompts it asks, send ``text``."""
+    await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
+    h.count_asks()
+    h.app.prompt.text = text
+    await pilot.press("enter")
+
+
+async def keep_my_rules(pilot: Pilot[Any], h: Harness) -> None:
+    """Answer the level asked before autopilot with 3, keep my rules."""
+    await wait_for(
+        pilot,
+        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.arming.armed,
+        "the permission level dialog",
+    )
+    await pilot.press("3")
+    await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
+    await wait_for(pilot, lambda: h.session.permission_level.level == "rules", "the level")
+
+
+async def prompt_shown(pilot: Pilot[Any], h: Harness) -> PermissionPromptView:
+    await wait_for(pilot, lambda: h.prompt_view() is not None, "the permission prompt")
+    view = h.prompt_view()
+    assert view is not None
+    return view
+
+
+async def armed(pilot: Pilot[Any], view: PermissionPromptView) -> None:
+    """Wait until the prompt takes keys (ARM_DELAY after it appeared)."""
+    await wait_for(
+        pilot,
+        lambda: time.monotonic() - view.arming.shown_at >= arming.ARM_DELAY + 0.02,
+        "the prompt to arm",
+    )
+
+
+async def wait_idle(pilot: Pilot[Any], h: Harness) -> None:
+    await wait_for(
+        pilot,
+        lambda: bool(h.recorder.of("session.idle")) and not h.session.busy,
+        "session.idle",
+    )
+    await pilot.pause()
+
+
+async def type_text(pilot: Pilot[Any], text: str) -> None:
+    await pilot.press(*("space" if ch == " " else ch for ch in text))
+
+
+@pytest.fixture(autouse=True)
+def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read each turn's live widgets (cards, headers) after the session
+    ends; in the app only the running turn stays live. History (TurnDigest) has its
+    own tests in test_turn_digest.py."""
+    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "greet.py").write_text(GREET, encoding="utf-8")
+    return ws
+
+
+@pytest.fixture
+def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that are not about the arming delay need not wait the full 0.4 s."""
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
+
+
+# --- interactive: y / n / a -----------------------------------------------------------
+
+
+@pytest.mark.usefixtures("quick_arm")
+async def test_edit_prompt_shows_the_diff_and_y_runs_it(workspace: Path) -> None:
+    h = Harness(
+        [{"text": "Changing the greeting.", "tool_calls": [EDIT]}, {"text": "Done."}], workspace
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "say hi instead")
+        view = await prompt_shown(pilot, h)
+        await pilot.pause()
+
+        shown = text_of(view)
+        assert "Edit greet.py?" in shown
+        assert OLD_LINE in shown and NEW_LINE in shown
+        assert "--- a/greet.py" in shown and "+++ b/greet.py" in shown
+        assert "y yes, once" in shown and "a always allow file edits this session" in shown
+        assert view.has_focus
+        # The diff takes exactly its own lines (no empty row for its final newline).
+        assert h.asked[0].diff is not None
+        diff_lines = h.asked[0].diff.splitlines()
+        assert view.query_one(".what").size.height == len(diff_lines)
+        # Nothing ran yet: the card waits, the file is as it was.
+        card = h.app.query_one(ToolCard)
+        assert card.block.status == "running" and card.block.permission == "requested"
+        assert "waiting for your approval" in text_of(card)
+        assert (workspace / "greet.py").read_text("utf-8") == GREET
+        assert h.completed() == []
+
+        await armed(pilot, view)
+        await pilot.press("y")
+        await wait_idle(pilot, h)
+
+        assert (workspace / "greet.py").read_text("utf-8") == FIXED
+        assert h.completed() == [{"kind": "approved"}]
+        assert [t.success for t in h.tool_results()] == [True]
+        assert card.block.status == "success" and "-success" in card.classes
+        card_text = text_of(card)
+        assert "✓ edit" in card_text and "waiting for your approval" not in card_text
+        assert not h.app.query(PermissionPromptView)  # removed once answered
+        assert h.app.prompt.has_focus
+        assert len(h.asked) == 1 and NEW_LINE in diff_lines
+        # Expanded, the card shows the diff it applied: its head, then the diff's lines.
+        card.focus()
+        await pilot.press("enter")
+        assert card.expanded and NEW_LINE in text_of(card)
+        assert card.size.height == 1 + len(diff_lines)
+        # The model read the edit's result.
+        assert "Edited greet.py" in h.model.seen_messages[1][-1]["content"]
+
+
+@pytest.mark.usefixtures("quick_arm")
+async def test_n_with_feedback_denies_and_the_model_reads_why(workspace: Path) -> None:
+    h = Harness(
+        [{"text": "", "tool_calls": [EDIT]}, {"text": "Understood, keeping Hello."}], workspace
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "say hi instead")
+        view = await prompt_shown(pilot, h)
+        await armed(pilot, view)
+        await pilot.press("n")
+        await pilot.pause()
+
+        feedback = view.query_one(Input)
+        assert feedback.has_focus and not view.answer.done()
+        # y / a / n now spell feedback, they no longer answer.
+        await type_text(pilot, "say hello")
+        assert feedback.value == "say hello"
+        assert not view.answer.done() and h.completed() == []
+        await pilot.press("enter")
+        await wait_idle(pilot, h)
+
+        assert (workspace / "greet.py").read_text("utf-8") == GREET
+        assert h.completed() == [{"kind": "denied-interactively-by-user", "feedback": "say hello"}]
+        (result,) = h.tool_results()
+        assert not result.success
+        card = h.app.query_one(ToolCard)
+        assert card.block.status == "failure" and "-failure" in card.classes
+        assert "denied by you" in text_of(card)
+        # The next model call saw the denial and the feedback as the tool's result.
+        assert h.model.calls == 2
+        last = h.model.seen_messages[1][-1]
+        assert last["role"] == "tool"
+        assert "The user denied writing greet.py" in last["content"]
+        assert "Their feedback: say hello" in last["content"]
+        assert "Understood, keeping Hello." in text_of(h.app.timeline)
+
+
+@pytest.mark.usefixtures("quick_arm")
+async def test_n_then_enter_denies_without_feedback(workspace: Path) -> None:
+    h = Harness([{"text": "", "tool_calls": [bash("rm -rf build")]}, {"text": "ok"}], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "clean up")
+        view = await prompt_shown(pilot, h)
+        shown = text_of(view)
+        assert "Run this command?" in shown and "rm -rf build" in shown
+        await armed(pilot, view)
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_idle(pilot, h)
+
+        assert h.completed() == [{"kind": "denied-interactively-by-user"}]
+        message = h.model.seen_messages[1][-1]["content"]
+        assert "The user denied the shell command `rm -rf build`." in message
+        assert "feedback" not in message
+
+
+@pytest.mark.usefixtures("quick_arm")
+async def test_a_approves_the_command_for_the_session(workspace: Path) -> None:
+    h = Harness(
+        [
+            {"text": "", "tool_calls": [bash("echo first-run")]},
+            {"text": "", "tool_calls": [bash("echo second-run")]},  # same command name
+            {"text": "", "tool_calls": [bash("printf third-run")]},  # a new one: asked
+            {"text": "all three ran"},
+        ],
+        workspace,
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "echo twice")
+        view = await prompt_shown(pilot, h)
+        # `a` says exactly what it lets through: echo, not every command.
+        assert "a always allow `echo` commands this session" in text_of(view)
+        await armed(pilot, view)
+        await pilot.press("a")
+        # echo is approved; printf is not and gets its own prompt.
+        await wait_for(
+            pilot,
+            lambda: h.prompt_view() not in (None, view),
+            "the prompt for printf",
+        )
+        second = h.prompt_view()
+        assert second is not None and "printf third-run" in text_of(second)
+        await armed(pilot, second)
+        await pilot.press("y")
+        await wait_idle(pilot, h)
+
+        assert [p.command for p in h.asked] == ["echo first-run", "printf third-run"]
+        kinds = [r["kind"] for r in h.completed()]
+        assert kinds == ["approved-for-session", "approved", "approved"]
+        assert h.completed()[0]["approval"] == {
+            "kind": "commands",
+            "commandIdentifiers": ["echo"],
+        }
+        results = h.tool_results()
+        assert [r.success for r in results] == [True, True, True]
+        assert [r.result.content.splitlines()[0] for r in results if r.result] == [
+            "first-run",
+            "second-run",
+            "third-run",
+        ]
+        # The first turn is history by now: drawn by a TurnDigest, the note included.
+        first = h.app.query(".turn").first()
+        assert "echo first-run" in text_of(first)
+        assert "approved for this session" in text_of(first)
+        cards = list(h.app.query(ToolCard))
+        assert cards and all(c.block.status == "success" for c in cards)
+
+
+class FakeMonotonic:
+    """Stands in for the prompt's ``time``: the clock moves only when the test says."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
+    fake = FakeMonotonic()
+    monkeypatch.setattr(arming, "time", fake)
+    return fake
+
+
+async def drawn(pilot: Pilot[Any], view: PermissionPromptView) -> None:
+    """Wait until the prompt has been drawn (its arming clock has started)."""
+    await wait_for(pilot, lambda: view.arming.drawn, "the prompt to be drawn")
+
+
+async def test_keys_typed_as_the_prompt_appears_do_not_answer_it(
+    workspace: Path, clock: FakeMonotonic
+) -> None:
+    """A "y" meant for the chat prompt must not approve an edit; ARM_DELAY later it does."""
+    h = Harness([{"text": "", "tool_calls": [EDIT]}, {"text": "Done."}], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "say hi instead")
+        # The user goes on typing as the tool call starts...
+        await wait_for(pilot, lambda: bool(h.recorder.of("tool.execution_start")), "the call")
+        await pilot.press("y")
+        # ...and the prompt appears under their fingers.
+        view = await prompt_shown(pilot, h)
+        await pilot.press("y")
+        await drawn(pilot, view)
+        await pilot.press("y")
+        clock.now += arming.ARM_DELAY - 0.01
+        await pilot.press("y")
+        await pilot.pause()
+        assert not view.answer.done()
+        assert h.completed() == []
+        assert h.app.query_one(PermissionPromptView) is view and view.has_focus
+        assert "waiting for your approval" in text_of(h.app.query_one(ToolCard))
+        assert (workspace / "greet.py").read_text("utf-8") == GREET
+
+        # Once ARM_DELAY has passed, the same key answers.
+        clock.now += 0.02
+        await pilot.press("y")
+        await wait_idle(pilot, h)
+        assert h.completed() == [{"kind": "approved"}]
+        assert (workspace / "greet.py").read_text("utf-8") == FIXED
+        assert len(h.asked) == 1
+
+
+async def test_the_delay_counts_from_when_the_prompt_is_drawn(
+    workspace: Path, clock: FakeMonotonic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first draw slower than ARM_DELAY (a big diff, a slow terminal) must not use up
+    the delay: a key typed as the prompt becomes visible still does not answer it."""
+    render_lines = PermissionPromptView.render_lines
+    slow_draws: list[float] = []
+
+    def slow_first_draw(self: PermissionPromptView, crop: Any) -> Any:
+        if not slow_draws:
+            clock.now += 2 * arming.ARM_DELAY
+            slow_draws.append(clock.now)
+        return render_lines(self, crop)
+
+    monkeypatch.setattr(PermissionPromptView, "render_lines", slow_first_draw)
+    h = Harness([{"text": "", "tool_calls": [EDIT]}, {"text": "Done."}], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "say hi instead")
+        view = await prompt_shown(pilot, h)
+        await drawn(pilot, view)
+        assert slow_draws, "the prompt was not drawn"
+        await pilot.press("y")
+        await pilot.pause()
+        assert not view.answer.done() and h.completed() == []
+
+        clock.now += arming.ARM_DELAY + 0.01
+        await pilot.press("y")
+        await wait_idle(pilot, h)
+        assert h.completed() == [{"kind": "approved"}]
+
+
+# --- autopilot never asks ---------------------------------------------------------------
+
+
+DONE = {"name": "task_complete", "arguments": {"summary": "Checked the build."}}
+
+
+async def test_autopilot_denies_without_asking_and_goes_on(workspace: Path) -> None:
+    h = Harness(
+        [
+            {"text": "Building first.", "tool_calls": [bash("touch built.txt")]},
+            {"text": "The command was denied; finishing without it.", "tool_calls": [DONE]},
+        ],
+        workspace,
+        mode="autopilot",
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await keep_my_rules(pilot, h)
+        await start(pilot, h, "build it")
+        await wait_idle(pilot, h)
+
+        assert h.asked == [] and not h.app.query(PermissionPromptView)
+        assert not (workspace / "built.txt").exists()
+        assert [r["kind"] for r in h.completed()] == [
+            "denied-no-approval-rule-and-could-not-request-from-user"
+        ]
+        card = next(c for c in h.app.query(ToolCard) if c.block.name == "bash")
+        assert card.block.status == "failure" and "-failure" in card.classes
+        assert "denied automatically" in text_of(card)
+        # The loop went on: the model read why, and completed the task.
+        assert h.model.calls == 2
+        assert "autopilot cannot ask the user" in h.model.seen_messages[1][-1]["content"]
+        done = h.app.query(TaskCompleteView)
+        assert len(done) == 1 and "Checked the build." in text_of(done[0])
+
+
+async def test_autopilot_with_allow_all_runs_the_command(workspace: Path) -> None:
+    h = Harness(
+        [
+            {"text": "", "tool_calls": [bash("touch built.txt && echo built")]},
+            {"text": "", "tool_calls": [DONE]},
+        ],
+        workspace,
+        mode="autopilot",
+        policy=PermissionPolicy.from_flags(allow_all=True),
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "build it")
+        await wait_idle(pilot, h)
+
+        assert h.asked == [] and not h.app.query(PermissionPromptView)
+        assert (workspace / "built.txt").exists()
+        assert h.completed() == [{"kind": "approved"}]
+        card = next(c for c in h.app.query(ToolCard) if c.block.name == "bash")
+        assert card.block.status == "success"
+        card_text = text_of(card)
+        assert "built" in card_text and "denied" not in card_text
+        assert len(h.app.query(TaskCompleteView)) == 1
+
+
+async def test_the_prompt_comes_after_the_turn_that_asks(workspace: Path) -> None:
+    """The timeline draws in passes; the prompt must not overtake the turn it is about."""
+    h = Harness(
+        [{"text": "Changing the greeting.", "tool_calls": [EDIT]}, {"text": "Done."}], workspace
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "say hi instead")
+        await prompt_shown(pilot, h)
+        await pilot.pause(0.2)
+        shown = [type(c).__name__ for c in h.app.timeline.children if c.display]
+        assert shown[-3:] == ["UserMessageView", "TurnView", "PermissionPromptView"], shown
