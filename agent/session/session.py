@@ -66,11 +66,12 @@ from agent.session.opening import (
     start_new,
     working_context,
 )
-from agent.session.plan_mode import PlanMode, plan_registry
+from agent.session.plan_mode import PlanMode
 from agent.session.runner import Prompt, PromptRunner
 from agent.session.shell_escape import run_user_command
 from agent.session.tail_resume import ResumePlan
 from agent.session.todos import TodoList
+from agent.session.toolbox import ModeToolbox
 from agent.session.user_input import UserQuestions
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.exit_plan_mode import ExitPlanModeTool
@@ -126,14 +127,15 @@ class Session:
         self._forked_from: dict[str, Any] | None = None  # kept in the metadata file
         self._started_at = now_iso()
         self._runner = PromptRunner(self)  # the prompts, one loop at a time
-        self._prompts: dict[Mode, str] = {}
-        self._registries: dict[Mode, ToolRegistry] = {}
-        self._registry_factory = registry_factory or _default_registry
         self.permissions = PermissionGate(self, policy)
         # Autopilot's permission level, asked once by the app (see agent.permissions.level).
         self.permission_level = PermissionLevelChoice(self)
         # The plan, and the question that leaves plan mode (agent.session.plan_mode).
         self.plan = PlanMode(self)
+        # The tools and the system prompt of each mode.
+        self.toolbox = ModeToolbox(
+            registry_factory or _default_registry, ExitPlanModeTool(self.plan), self._build_prompt
+        )
         # The model's questions to the user (ask_user) and its checklist (update_todos).
         self.questions = UserQuestions(self)
         self.todos = TodoList(self)
@@ -386,13 +388,7 @@ class Session:
             self.context.settings = settings
 
     def tools_for(self, mode: Mode) -> ToolRegistry:
-        registry = self._registries.get(mode)
-        if registry is None:
-            registry = self._registry_factory(mode)
-            if mode == "plan":  # read-only, whatever the factory offers
-                registry = plan_registry(registry, ExitPlanModeTool(self.plan))
-            self._registries[mode] = registry
-        return registry
+        return self.toolbox.registry(mode)
 
     def tool_context(self, report_progress: Callable[[str], None]) -> ToolContext:
         return ToolContext(
@@ -417,16 +413,16 @@ class Session:
         return await self.permissions.check(request)
 
     def system_prompt(self) -> str:
-        prompt = self._prompts.get(self._mode)
-        if prompt is None:
-            prompt = self._prompts[self._mode] = build_system_prompt(
-                cwd=self.cwd,
-                mode=self._mode,
-                tool_names=self.tools().names(),
-                model=self.model.name,
-                sandbox=self.sandbox.prompt_section(self._mode) if self.sandbox else None,
-            )
-        return prompt
+        return self.toolbox.system_prompt(self._mode)
+
+    def _build_prompt(self, mode: Mode, tool_names: list[str]) -> str:
+        return build_system_prompt(
+            cwd=self.cwd,
+            mode=mode,
+            tool_names=tool_names,
+            model=self.model.name,
+            sandbox=self.sandbox.prompt_section(mode) if self.sandbox else None,
+        )
 
     # --- control -------------------------------------------------------------
 
@@ -475,7 +471,7 @@ class Session:
         if model.name != self.model.name:
             previous = self.model.name
             self.model = model
-            self._prompts.clear()
+            self.toolbox.forget_prompts()
             # Its window, output limit and tokenizer, and no correction learnt from
             # another provider's counts.
             self.context.meter = self._limits.new_meter()
@@ -488,7 +484,7 @@ class Session:
             self.extra_dirs.append(folder)
         if self.sandbox is not None and folder not in self.sandbox.add_dirs:
             self.sandbox.add_dirs.append(folder)
-        self._prompts.clear()  # the prompt names the writable folders
+        self.toolbox.forget_prompts()  # the prompt names the writable folders
 
     def clear_context(self) -> None:
         """Start the model's conversation afresh (``/clear``); the log keeps it all."""

@@ -72,13 +72,11 @@ class SdkSession(Session):
 
     def refresh(self) -> None:
         """Rebuild the tool registries and system prompts on next use."""
-        self._registries.clear()
-        self._prompts.clear()
+        self.toolbox.refresh()
 
     def use_tools(self, registry_factory: Callable[[Mode], ToolRegistry]) -> None:
         """Offer other tools from the next model call on (a resume with new ``tools``)."""
-        self._registry_factory = registry_factory
-        self.refresh()
+        self.toolbox.use_factory(registry_factory)
 
 
 @dataclass(slots=True)

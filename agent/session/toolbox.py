@@ -1,0 +1,60 @@
+"""What the model is offered in each mode: the tools and the system prompt.
+
+Each is built once per mode and kept until something it depends on changes: the
+model or the writable folders (the prompt names them), or the tools themselves (an
+SDK app's resume with other ``tools``). Plan mode offers the read-only tools and
+``exit_plan_mode``, whatever the factory gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent.events.schema import Mode
+from agent.session.plan_mode import plan_registry
+from agent.tools.base import Tool
+from agent.tools.registry import ToolRegistry
+
+RegistryFactory = Callable[[Mode], ToolRegistry]
+# Builds a mode's system prompt from the names of the tools offered in it.
+PromptBuilder = Callable[[Mode, list[str]], str]
+
+
+class ModeToolbox:
+    def __init__(
+        self, factory: RegistryFactory, exit_plan: Tool, build_prompt: PromptBuilder
+    ) -> None:
+        self._factory = factory
+        self._exit_plan = exit_plan
+        self._build_prompt = build_prompt
+        self._registries: dict[Mode, ToolRegistry] = {}
+        self._prompts: dict[Mode, str] = {}
+
+    def registry(self, mode: Mode) -> ToolRegistry:
+        registry = self._registries.get(mode)
+        if registry is None:
+            registry = self._factory(mode)
+            if mode == "plan":  # read-only, whatever the factory offers
+                registry = plan_registry(registry, self._exit_plan)
+            self._registries[mode] = registry
+        return registry
+
+    def system_prompt(self, mode: Mode) -> str:
+        prompt = self._prompts.get(mode)
+        if prompt is None:
+            prompt = self._prompts[mode] = self._build_prompt(mode, self.registry(mode).names())
+        return prompt
+
+    def forget_prompts(self) -> None:
+        """What the prompt says changed (the model, the writable folders)."""
+        self._prompts.clear()
+
+    def refresh(self) -> None:
+        """Build the tools and the prompts again on next use."""
+        self._registries.clear()
+        self._prompts.clear()
+
+    def use_factory(self, factory: RegistryFactory) -> None:
+        """Offer other tools from the next model call on."""
+        self._factory = factory
+        self.refresh()
