@@ -10,16 +10,26 @@ handler, or when the app cannot answer, the answer is the unattended one of
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agent.session.session import Session
 from agent.transcript.plan_review import UNATTENDED, PlanDecision, PlanReview, PlanReviewer
-from app.server.rpc import INVALID_PARAMS, ConnectionClosed, RpcError
-
-if TYPE_CHECKING:
-    from app.server.bridge import HostedSession
+from app.server.rpc import INVALID_PARAMS, Connection, ConnectionClosed, RpcError
 
 log = logging.getLogger(__name__)
+
+
+class PlanAsker(Protocol):
+    """Who the plan question goes to: a hosted session's id, owner and opt-in."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def owner(self) -> Connection | None: ...
+
+    @property
+    def answers_plans(self) -> bool: ...
 
 
 def plan_read(session: Session) -> dict[str, Any]:
@@ -47,7 +57,7 @@ def plan_delete(session: Session) -> dict[str, Any]:
     return {}
 
 
-def app_plan_reviewer(hosted: HostedSession) -> PlanReviewer:
+def app_plan_reviewer(hosted: PlanAsker) -> PlanReviewer:
     """Ask the attached app, if it said it answers (``requestExitPlanMode``)."""
 
     async def review(plan: PlanReview) -> PlanDecision:
