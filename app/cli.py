@@ -15,12 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent import __version__
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_AUTOPILOT_CAP = 3
-EXIT_ABORTED = 130
+from app.exit_codes import EXIT_OK, EXIT_USAGE
+from app.terminal import need_terminal, silence_stdout
 
 SUBCOMMANDS = ("sessions", "replay", "watch", "export")
 
@@ -395,25 +391,6 @@ def _check_home(parser: argparse.ArgumentParser) -> None:
     problem = home_error(write=True)
     if problem is not None:
         parser.exit(EXIT_USAGE, f"loopdeck: {problem}\n")
-
-
-def need_terminal(prog: str, instead: str) -> bool:
-    """Full-screen views draw escape codes and read keys: both ends must be a terminal."""
-    if sys.stdin.isatty() and sys.stdout.isatty():
-        return True
-    which = "stdout" if not sys.stdout.isatty() else "stdin"
-    sys.stderr.write(f"{prog}: needs a terminal ({which} is not one); {instead}\n")
-    return False
-
-
-def silence_stdout() -> None:
-    """Point stdout at /dev/null: its reader is gone, and exit must not flush into it."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # no real fd behind sys.stdout (a test's capture)
-        pass
 
 
 def _workspace(cwd: Path | None) -> Path | None:

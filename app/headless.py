@@ -25,15 +25,9 @@ from agent.events.schema import (
 from agent.loop.turn_loop import LoopOutcome
 from agent.session.session import Session
 from agent.transcript.fold import Transcript
-from app.cli import (
-    EXIT_ABORTED,
-    EXIT_AUTOPILOT_CAP,
-    EXIT_ERROR,
-    EXIT_OK,
-    EXIT_USAGE,
-    silence_stdout,
-)
+from app.exit_codes import EXIT_ABORTED, EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from app.model_setup import SetupError, open_session, pick_model, start_mode
+from app.terminal import silence_stdout
 
 # Set once a run's session is closed: nothing of it is left to write, so the
 # command may leave without the interpreter's slow teardown (app.cli.entry).

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 from agent.log.store import SessionNotFound
-from app.cli import need_terminal
-
-EXIT_USAGE = 2
+from app.exit_codes import EXIT_USAGE
+from app.terminal import need_terminal
 
 
 def _parser(name: str, description: str) -> argparse.ArgumentParser:

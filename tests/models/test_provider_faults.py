@@ -24,7 +24,8 @@ import pytest
 from agent.events.schema import WARNING_OUTPUT_TRUNCATED
 from agent.loop.history import SUMMARY_PREFIX
 from agent.models.litellm_import import import_litellm
-from app.cli import EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from app.cli import main
+from app.exit_codes import EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from tests.support.fake_openai_server import (
     Behaviour,
     FakeOpenAIServer,
