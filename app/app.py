@@ -29,8 +29,7 @@ from app import commands
 from app.app_setup import exit_on_signals, set_up
 from app.gc_policy import note_input, note_rest, thaw_if_due, thaw_wait, trim_heap
 from app.resume_view import Drawn, draw_tail, draw_tail_now, mount_rest, show_backlog
-from app.session_switch import SessionSwitch
-from app.session_switch import StartupError as StartupError  # where openers raise it
+from app.session_switch import SessionSwitch, StartupError
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
 from widgets.permission_level import PermissionLevelScreen
@@ -379,7 +378,7 @@ class LoopdeckApp(App[int]):
             await view.remove()
             self.prompt.focus()
 
-    # --- what commands use (app/commands.py) ---------------------------------------
+    # --- what commands use (CommandHost, app/commands.py) --------------------------
 
     @property
     def working(self) -> bool:

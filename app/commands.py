@@ -1,7 +1,8 @@
 """Slash commands: one registry for the prompt's completion menu, ``/help`` and the
 command palette (Ctrl+P).
 
-A command gets the app and the text after its name. Commands act on the session
+A command gets its host (the app, through :class:`CommandHost`: what a command may
+ask of it) and the text after its name. Commands act on the session
 through its own methods (each change is an event: ``session.context_cleared``,
 ``session.title_changed``, ``session.model_change``, ``session.mode_changed``) and
 show what they have to say in the timeline, never to the model. An unknown
@@ -13,21 +14,62 @@ from __future__ import annotations
 import asyncio
 import difflib
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.events.schema import Mode
 from widgets.completion import Candidate
 
 if TYPE_CHECKING:
     from textual.app import SystemCommand
+    from textual.screen import Screen
 
     from agent.session.session import Session
-    from app.app import LoopdeckApp
 
-Handler = Callable[["LoopdeckApp", str], Awaitable[None]]
+
+class CommandHost(Protocol):
+    """What a command may ask of the app it runs in (the app satisfies it)."""
+
+    @property
+    def session(self) -> Session | None: ...
+
+    @property
+    def working(self) -> bool:
+        """Whether the agent is busy with a prompt now."""
+
+    def say(self, text: str) -> None:
+        """Show a command's output at the end of the timeline (not sent to the model)."""
+
+    def prefill(self, text: str) -> None: ...
+
+    def refresh_status(self) -> None: ...
+
+    def set_agent_mode(self, mode: Mode) -> None: ...
+
+    def show_plan(self) -> None: ...
+
+    async def switch_model(self, name: str) -> None: ...
+
+    async def resume_session(self, id_or_prefix: str) -> None: ...
+
+    async def fork_session(self) -> None: ...
+
+    def action_sessions(self) -> None: ...
+
+    async def action_quit(self) -> None: ...
+
+    def run_worker(
+        self, work: Coroutine[Any, Any, None], name: str | None = ..., group: str = ...
+    ) -> object: ...
+
+    def push_screen(
+        self, screen: Screen[str | None], callback: Callable[[str | None], None]
+    ) -> object: ...
+
+
+Handler = Callable[[CommandHost, str], Coroutine[Any, Any, None]]
 MODES: tuple[Mode, ...] = ("interactive", "plan", "autopilot")
 
 
@@ -68,13 +110,13 @@ KEYS: tuple[tuple[str, str], ...] = (
 # --- output --------------------------------------------------------------------------
 
 
-def _session(app: LoopdeckApp) -> Session | None:
+def _session(app: CommandHost) -> Session | None:
     if app.session is None:
         app.say("No session is open yet.")
     return app.session
 
 
-def _idle(app: LoopdeckApp, session: Session, what: str) -> bool:
+def _idle(app: CommandHost, session: Session, what: str) -> bool:
     if app.working:
         app.say(f"{what} waits until the agent is done (Esc stops it).")
         return False
@@ -84,7 +126,7 @@ def _idle(app: LoopdeckApp, session: Session, what: str) -> bool:
 # --- handlers ------------------------------------------------------------------------
 
 
-async def _help(app: LoopdeckApp, _: str) -> None:
+async def _help(app: CommandHost, _: str) -> None:
     width = max(len(c.usage) for c in REGISTRY)
     lines = ["Commands:"]
     lines += [f"  {c.usage.ljust(width)}  {c.help}" for c in REGISTRY]
@@ -94,7 +136,7 @@ async def _help(app: LoopdeckApp, _: str) -> None:
     app.say("\n".join(lines))
 
 
-async def _model(app: LoopdeckApp, arg: str) -> None:
+async def _model(app: CommandHost, arg: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -125,7 +167,7 @@ async def _model(app: LoopdeckApp, arg: str) -> None:
     app.push_screen(ModelPicker(session.model.name, choices), picked)
 
 
-async def _mode(app: LoopdeckApp, arg: str) -> None:
+async def _mode(app: CommandHost, arg: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -139,26 +181,26 @@ async def _mode(app: LoopdeckApp, arg: str) -> None:
     app.set_agent_mode(wanted)
 
 
-async def _plan(app: LoopdeckApp, _: str) -> None:
+async def _plan(app: CommandHost, _: str) -> None:
     if _session(app) is None:
         return
     app.set_agent_mode("plan")
     app.show_plan()
 
 
-async def _autopilot(app: LoopdeckApp, _: str) -> None:
+async def _autopilot(app: CommandHost, _: str) -> None:
     if _session(app) is not None:
         app.set_agent_mode("autopilot")
 
 
-async def _clear(app: LoopdeckApp, _: str) -> None:
+async def _clear(app: CommandHost, _: str) -> None:
     session = _session(app)
     if session is None or not _idle(app, session, "/clear"):
         return
     session.clear_context()
 
 
-async def _context(app: LoopdeckApp, _: str) -> None:
+async def _context(app: CommandHost, _: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -183,7 +225,7 @@ async def _context(app: LoopdeckApp, _: str) -> None:
     )
 
 
-async def _compact(app: LoopdeckApp, arg: str) -> None:
+async def _compact(app: CommandHost, arg: str) -> None:
     session = _session(app)
     if session is None or not _idle(app, session, "/compact"):
         return
@@ -212,21 +254,21 @@ async def _compact(app: LoopdeckApp, arg: str) -> None:
     app.refresh_status()
 
 
-async def _sessions(app: LoopdeckApp, arg: str) -> None:
+async def _sessions(app: CommandHost, arg: str) -> None:
     if arg:
         await app.resume_session(arg)
     else:
         app.action_sessions()
 
 
-async def _fork(app: LoopdeckApp, _: str) -> None:
+async def _fork(app: CommandHost, _: str) -> None:
     session = _session(app)
     if session is None or not _idle(app, session, "/fork"):
         return
     await app.fork_session()
 
 
-async def _rename(app: LoopdeckApp, arg: str) -> None:
+async def _rename(app: CommandHost, arg: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -237,7 +279,7 @@ async def _rename(app: LoopdeckApp, arg: str) -> None:
     session.rename(title)
 
 
-async def _export(app: LoopdeckApp, arg: str) -> None:
+async def _export(app: CommandHost, arg: str) -> None:
     session = _session(app)
     if session is None or session.store is None:
         app.say("Nothing to export: this session is not recorded.")
@@ -259,7 +301,7 @@ async def _export(app: LoopdeckApp, arg: str) -> None:
     app.say(f"Exported to {target}")
 
 
-async def _allow_all(app: LoopdeckApp, _: str) -> None:
+async def _allow_all(app: CommandHost, _: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -272,7 +314,7 @@ async def _allow_all(app: LoopdeckApp, _: str) -> None:
     app.refresh_status()
 
 
-async def _add_dir(app: LoopdeckApp, arg: str) -> None:
+async def _add_dir(app: CommandHost, arg: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -287,7 +329,7 @@ async def _add_dir(app: LoopdeckApp, arg: str) -> None:
     app.say(f"Tools may now work in {folder} too.")
 
 
-async def _cwd(app: LoopdeckApp, _: str) -> None:
+async def _cwd(app: CommandHost, _: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -296,7 +338,7 @@ async def _cwd(app: LoopdeckApp, _: str) -> None:
     app.say("\n".join(lines))
 
 
-async def _instructions(app: LoopdeckApp, _: str) -> None:
+async def _instructions(app: CommandHost, _: str) -> None:
     session = _session(app)
     if session is None:
         return
@@ -309,7 +351,7 @@ async def _instructions(app: LoopdeckApp, _: str) -> None:
     app.say("Instruction files in the system prompt:\n" + "\n".join(f"  {p}" for p in found))
 
 
-async def _exit(app: LoopdeckApp, _: str) -> None:
+async def _exit(app: CommandHost, _: str) -> None:
     await app.action_quit()
 
 
@@ -362,7 +404,7 @@ def parse(text: str) -> tuple[str, str] | None:
     return head, arg.strip()
 
 
-async def run(app: LoopdeckApp, text: str) -> bool:
+async def run(app: CommandHost, text: str) -> bool:
     """Run ``text`` when it is a command (True), known or not; False: a message."""
     parsed = parse(text)
     if parsed is None:
@@ -395,7 +437,7 @@ def candidates(token: str) -> list[Candidate]:
     ]
 
 
-def system_commands(app: LoopdeckApp) -> Iterator[SystemCommand]:
+def system_commands(app: CommandHost) -> Iterator[SystemCommand]:
     """The palette's entries, one per command."""
     from textual.app import SystemCommand
 
@@ -403,7 +445,7 @@ def system_commands(app: LoopdeckApp) -> Iterator[SystemCommand]:
         yield SystemCommand(f"/{command.name}", command.help, _palette_action(app, command))
 
 
-def _palette_action(app: LoopdeckApp, command: Command) -> Callable[[], None]:
+def _palette_action(app: CommandHost, command: Command) -> Callable[[], None]:
     def act() -> None:
         if command.needs_argument:
             app.prefill(f"/{command.name} ")  # the argument is typed in the prompt

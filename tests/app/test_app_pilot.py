@@ -26,7 +26,8 @@ from agent.events.schema import Mode
 from agent.session.session import Session
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry, default_tools
-from app.app import LoopdeckApp, StartupError
+from app.app import LoopdeckApp
+from app.session_switch import StartupError
 from tests.support.scripting import FakeRecorder, scripted
 from tests.support.snapshot_support import _animating
 from widgets.message_blocks import (
