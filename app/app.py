@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import Future
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,22 +18,30 @@ from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Static
 
 from agent.events.attachments import from_mentions
-from agent.events.permission_level import Level
 from agent.events.schema import Event, Mode, SessionIdleData, SessionTodosChangedData
 from agent.log.store import SessionStore
 from agent.permissions.rules import PermissionAnswer, PermissionPrompt
 from agent.transcript.plan_review import PlanDecision, PlanReview
 from app import commands
 from app.app_setup import exit_on_signals, set_up
-from app.gc_policy import note_input, note_rest, thaw_if_due, thaw_wait, trim_heap
-from app.resume_view import Drawn, draw_tail, draw_tail_now, mount_rest, show_backlog
+from app.idle_upkeep import IdleUpkeep
+from app.key_hint import KeyHint
+from app.mode_switch import ModeSwitch
+from app.resume_view import (
+    Drawn,
+    draw_tail,
+    draw_tail_now,
+    mount_rest,
+    show_backlog,
+    show_preview_status,
+)
 from app.session_switch import SessionSwitch, StartupError
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
-from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.plan_panel import PlanPanel
 from widgets.plan_view import PlanApproval
@@ -68,10 +77,6 @@ STATUS_EVENTS = frozenset(
     }
 )
 
-IDLE_HINT = "Enter send · Shift+Enter/Ctrl+J new line · Shift+Tab mode · Ctrl+P commands"
-BUSY_HINT = "Agent working — Enter queues your message · Esc aborts the turn"
-TIMELINE_HINT = "↑↓ or j/k move between cards · Enter opens one · Tab back to the prompt"
-
 
 class LoopdeckApp(App[int]):
     CSS_PATH = STYLES / "app.tcss"
@@ -104,8 +109,6 @@ class LoopdeckApp(App[int]):
         # --resume: the end of the log, being read, drawn while the session opens.
         self._tail = tail
         self._preview: TailPreview | None = None
-        self._resumer = resumer
-        self._store = store
         self._switch = SessionSwitch(self, store, resumer)  # /resume, /fork, the browser
         self._initial_prompt = initial_prompt
         self._prefill = prefill
@@ -121,14 +124,17 @@ class LoopdeckApp(App[int]):
         self.files = WorkspaceFiles()  # the workspace, for @ completion
         self.prompt.sources = {"/": commands.candidates, "@": self.files.candidates}
         self._shell: Worker[ToolResult] | None = None  # a !command running
-        self.hint = Static(IDLE_HINT, id="hint")
-        self._hint_text = IDLE_HINT
+        self.hint = KeyHint(id="hint")
         self._status_due = False
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
         self._last_ctrl_c = 0.0
         self._startup_error: str | None = None
         self._stop_watching: Callable[[], None] = lambda: None
         self._sent_before_open: list[str] = []  # typed while the session was opening
+        self.mode_switch = ModeSwitch(self)
+        self.upkeep = IdleUpkeep(
+            self, resting=lambda: self.session is not None and not self.session.busy
+        )
 
     def compose(self) -> ComposeResult:
         yield self.timeline
@@ -150,7 +156,7 @@ class LoopdeckApp(App[int]):
         # A resumed log's tail read while the app loaded: drawn in the first frame.
         drawn = draw_tail_now(self.timeline, self._tail) if self._tail is not None else None
         if drawn is not None:
-            self._show_preview(drawn[0])
+            show_preview_status(self.status, self.timeline.transcript, drawn[0])
         # Opening the session imports the model client, the loop and its tools: start
         # it once the first frame is on screen, so that frame does not wait for them.
         self.call_after_refresh(
@@ -169,7 +175,7 @@ class LoopdeckApp(App[int]):
         preview = await draw_tail(self.timeline, tail, drawn) if tail is not None else None
         self._preview = preview
         if preview is not None and drawn is None:
-            self._show_preview(preview)
+            show_preview_status(self.status, self.timeline.transcript, preview)
         try:
             session = await self._opener()
         except StartupError as exc:
@@ -185,14 +191,6 @@ class LoopdeckApp(App[int]):
             self._show(session)
         if preview is not None:  # the drawn tail's other blocks, above the screen
             self.run_worker(mount_rest(self.timeline), name="tail-rest", group="tail-rest")
-
-    def _show_preview(self, preview: TailPreview) -> None:
-        """The log's own turns and id in the status line while its session opens."""
-        transcript = self.status.transcript = self.timeline.transcript
-        self.status.session_id = preview.index.path.parent.name
-        self.status.model = transcript.selected_model or transcript.model or ""
-        self.status.note = "resuming…"
-        self.status.refresh()
 
     def _show(self, session: Session) -> None:
         """Make ``session`` the app's: its log in the timeline, its events from now on."""
@@ -217,7 +215,7 @@ class LoopdeckApp(App[int]):
         self.status.note = ""
         self._refresh_status()
         if session.mode == "autopilot":  # the demo, --autopilot, a resumed autopilot session
-            self._before_autopilot(self._send_opening)
+            self.mode_switch.before_autopilot(self._send_opening)
         else:
             self._send_opening(True)
 
@@ -249,29 +247,15 @@ class LoopdeckApp(App[int]):
             # The session rests: draw its last state now.
             self.timeline.show_pending()
             self._refresh_status()
-            note_rest()
-            self.call_after_refresh(self._thaw_when_quiet)  # the collector's long walk
-            self.call_after_refresh(trim_heap)
+            self.upkeep.on_rest()  # the collector's and allocator's work, put off till now
         elif event.type in STATUS_EVENTS and not self._status_due:
             # Like the timeline, the status line catches up once per burst of events.
             self._status_due = True
             self.call_next(self._refresh_status)
 
-    def _thaw_when_quiet(self) -> None:
-        """A due thaw (app/gc_policy.py) runs once the session rests and no key was
-        pressed for a while: a key pressed during its walk would wait for it."""
-        wait = thaw_wait()
-        session = self.session
-        if wait is None or session is None or session.busy:
-            return  # nothing due, or the session went on (its next rest tries again)
-        if wait > 0:
-            self.set_timer(wait, self._thaw_when_quiet)
-        else:
-            thaw_if_due()
-
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown | events.Paste):
-            note_input()
+            self.upkeep.on_input()
         await super().on_event(event)
 
     def _refresh_status(self) -> None:
@@ -293,14 +277,7 @@ class LoopdeckApp(App[int]):
         self._update_hint()
 
     def _update_hint(self) -> None:
-        if self.timeline.walks(self.focused):
-            hint = TIMELINE_HINT  # the keys that work there, and the way out
-        else:
-            hint = BUSY_HINT if self.status.busy else IDLE_HINT
-        if hint != self._hint_text:
-            # Static.update asks for a layout of the whole screen: only when it changes.
-            self._hint_text = hint
-            self.hint.update(hint)
+        self.hint.show_for(in_timeline=self.timeline.walks(self.focused), busy=self.status.busy)
 
     def on_descendant_focus(self, _: events.DescendantFocus) -> None:
         self._update_hint()
@@ -352,31 +329,32 @@ class LoopdeckApp(App[int]):
         if was_busy:
             self.notify("Queued: it will be sent when the agent is done.", timeout=3)
 
-    async def _ask_permission(self, prompt: PermissionPrompt) -> PermissionAnswer:
-        """Show the request inline at the end of the timeline and wait for y / a / n."""
-        view = PermissionPromptView(prompt)
+    @asynccontextmanager
+    async def _asking(self, view: Widget) -> AsyncIterator[None]:
+        """``view`` (a question) at the end of the timeline while it waits for its
+        answer; then gone, and the keys back in the prompt."""
         self.timeline.show_pending()  # the turn asking goes above its question
         await self.timeline.mount(view)
         self.timeline.scroll_end(animate=False)
         try:
-            return await view.answer
+            yield
         finally:
             await view.remove()
             self.prompt.focus()
+
+    async def _ask_permission(self, prompt: PermissionPrompt) -> PermissionAnswer:
+        """Show the request inline at the end of the timeline and wait for y / a / n."""
+        view = PermissionPromptView(prompt)
+        async with self._asking(view):
+            return await view.answer
 
     async def _ask_user(self, question: UserQuestion) -> UserAnswer:
         """Show the model's question inline at the end of the timeline; wait for the answer."""
         from widgets.ask_user_prompt import AskUserPromptView
 
         view = AskUserPromptView(question)
-        self.timeline.show_pending()  # the question's line goes above its prompt
-        await self.timeline.mount(view)
-        self.timeline.scroll_end(animate=False)
-        try:
+        async with self._asking(view):
             return await view.answer
-        finally:
-            await view.remove()
-            self.prompt.focus()
 
     # --- what commands use (CommandHost, app/commands.py) --------------------------
 
@@ -399,18 +377,8 @@ class LoopdeckApp(App[int]):
         self._refresh_status()
 
     def set_agent_mode(self, mode: Mode) -> None:
-        """The one way modes change (Shift+Tab, /mode, /plan, /autopilot):
-        autopilot first asks for its permission level when the rules would deny."""
-        session = self.session
-        if session is None or session.permission_level.pending is not None:
-            return
-        if session.plan.pending is not None:
-            self.notify("The plan is waiting for your answer: 1, 2 or 3.", timeout=3)
-            return
-        if mode == "autopilot" and session.mode != "autopilot":
-            self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
-        else:
-            self._set_mode(mode)
+        """The one way modes change (Shift+Tab, /mode, /plan, /autopilot)."""
+        self.mode_switch.set(mode)
 
     def show_plan(self) -> None:
         """What /plan shows besides switching to plan mode: the plan so far, if any."""
@@ -455,44 +423,20 @@ class LoopdeckApp(App[int]):
     async def _review_plan(self, review: PlanReview) -> PlanDecision:
         """Ask under the proposed plan: approve (interactive or autopilot) or keep planning."""
         view = PlanApproval()
-        self.timeline.show_pending()  # the plan goes above its question
-        await self.timeline.mount(view)
-        self.timeline.scroll_end(animate=False)
-        try:
+        async with self._asking(view):
             while True:
                 action, feedback = await view.answer
-                if action != "autopilot" or await self._autopilot_allowed():
+                if action != "autopilot" or await self.mode_switch.autopilot_allowed():
                     return PlanDecision(action, feedback)
                 view.ask_again()  # the permission level was not chosen: ask again
-        finally:
-            await view.remove()
-            self.prompt.focus()
-
-    async def _autopilot_allowed(self) -> bool:
-        """Whether autopilot may start: asks for its permission level when needed."""
-        allowed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-        def answered(go: bool) -> None:
-            if not allowed.done():
-                allowed.set_result(go)
-
-        self._before_autopilot(answered)
-        return await allowed
 
     def action_toggle_mode(self) -> None:
         """Shift+Tab: interactive → plan → autopilot → interactive."""
-        session = self.session
-        if session is None:
-            return
-        following: dict[str, Mode] = {"interactive": "plan", "plan": "autopilot"}
-        self.set_agent_mode(following.get(session.mode, "interactive"))
+        self.mode_switch.cycle()
 
     def action_toggle_autopilot(self) -> None:
         """The palette's shortcut: interactive or plan ⇄ autopilot, skipping plan."""
-        session = self.session
-        if session is None:
-            return
-        self.set_agent_mode("interactive" if session.mode == "autopilot" else "autopilot")
+        self.mode_switch.toggle_autopilot()
 
     def action_show_plan(self) -> None:
         """Open the session's plan (Ctrl+G; the ``/plan`` command)."""
@@ -507,40 +451,8 @@ class LoopdeckApp(App[int]):
             return
         self.push_screen(PlanPanel(text, session.plan.path))
 
-    def _set_mode(self, mode: Mode) -> None:
-        if self.session is not None:
-            self.session.set_mode(mode)
-            self._refresh_status()
-
-    def _before_autopilot(self, then: Callable[[bool], None]) -> None:
-        """Ask once for autopilot's permission level if the rules would deny; ``then``
-        gets whether to go on (False: the user cancelled)."""
-        assert self.session is not None
-        choice = self.session.permission_level
-        denied = choice.denied()
-        if not denied:
-            then(True)
-            return
-        request = choice.ask()
-
-        def answered(level: Level | None) -> None:
-            choice.answer(request, level)
-            then(level is not None)
-            self._refresh_status()
-            self.prompt.focus()
-
-        self.push_screen(PermissionLevelScreen(denied), answered)
-
     def action_sessions(self) -> None:
-        from app.session_browser import SessionBrowser
-
-        if self._store is None:
-            self.notify("No session store in this run.", severity="warning")
-            return
-        cwd = self.session.cwd if self.session is not None else Path.cwd()
-        resume = self._switch.switch if self._resumer is not None else None
-        current = self.session.id if self.session is not None else None
-        self.push_screen(SessionBrowser(self._store, cwd, resume, current))
+        self._switch.browse()
 
     def adopt(self, session: Session) -> None:
         """Show ``session`` in place of the one closed (see app/session_switch.py)."""

@@ -4,7 +4,8 @@
 agent.session.tail_resume); the transcript that draws them is seeded with what came before
 (turn and tool-call counts, usage, the todo list) so numbers stay true to the whole
 session. Older turns are read from the log's index when the user asks for them
-("load earlier"), a window at a time.
+("load earlier"), a window at a time. While the session opens, the status line
+shows the log's own id, model and turns (:func:`show_preview_status`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agent.events.schema import Event
 from agent.transcript.blocks import Block
 from agent.transcript.fold import Transcript
 from app.drawn import until_drawn
+from widgets.status_bar import StatusBar
 from widgets.timeline import Timeline
 from widgets.welcome import WelcomeText
 
@@ -134,6 +136,15 @@ async def mount_rest(timeline: Timeline) -> None:
         if mounted is not None:
             await mounted
         await timeline.screen.wait_for_refresh()
+
+
+def show_preview_status(status: StatusBar, transcript: Transcript, preview: TailPreview) -> None:
+    """The log's own turns and id in the status line while its session opens."""
+    status.transcript = transcript
+    status.session_id = preview.index.path.parent.name
+    status.model = transcript.selected_model or transcript.model or ""
+    status.note = "resuming…"
+    status.refresh()
 
 
 def show_backlog(timeline: Timeline, session: Session, preview: TailPreview | None) -> None:

@@ -1,14 +1,19 @@
-"""Another session in place of the app's current one: resumed by id, or forked."""
+"""Another session in place of the app's current one: resumed by id or from the
+session browser, or forked."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.log.store import SessionStore
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+    from textual.screen import Screen
+
     from agent.session.session import Session
 
 Resumer = Callable[[str], Awaitable["Session"]]
@@ -27,6 +32,10 @@ class Host(Protocol):
 
     def adopt(self, session: Session) -> None: ...
 
+    def notify(self, message: str, *, severity: SeverityLevel = ...) -> None: ...
+
+    def push_screen(self, screen: Screen[Any]) -> object: ...
+
 
 class SessionSwitch:
     """Resumes (``/resume``, the session browser) or forks (``/fork``) a session and
@@ -36,6 +45,19 @@ class SessionSwitch:
         self.host = host
         self.store = store
         self.resumer = resumer
+
+    def browse(self) -> None:
+        """The session browser (Ctrl+O, /sessions): resume, replay or delete one."""
+        from app.session_browser import SessionBrowser
+
+        if self.store is None:
+            self.host.notify("No session store in this run.", severity="warning")
+            return
+        session = self.host.session
+        cwd = session.cwd if session is not None else Path.cwd()
+        resume = self.switch if self.resumer is not None else None
+        current = session.id if session is not None else None
+        self.host.push_screen(SessionBrowser(self.store, cwd, resume, current))
 
     async def resume(self, id_or_prefix: str) -> None:
         if self.store is None or self.resumer is None:
