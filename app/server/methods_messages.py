@@ -30,6 +30,8 @@ from app.server.runtime_base import RuntimeBase
 
 
 class MessageMethods(RuntimeBase):
+    """What goes into a hosted session and what the app answers it."""
+
     async def session_send(self, conn: Connection, params: dict[str, Any]) -> Any:
         hosted = self._hosted(params)
         message_id = str(uuid.uuid4())

@@ -26,6 +26,8 @@ from app.server.user_input import user_input_asker
 
 
 class SessionMethods(RuntimeBase):
+    """A session's lifecycle (create, resume, detach, delete) and the recorded ones."""
+
     async def session_create(self, conn: Connection, params: dict[str, Any]) -> Any:
         session_id = optional_str(params, "sessionId") or str(uuid.uuid4())
         check_id(session_id)

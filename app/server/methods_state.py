@@ -18,6 +18,8 @@ from app.server.runtime_base import RuntimeBase
 
 
 class StateMethods(RuntimeBase):
+    """A hosted session's mode, plan, model, options and todo rows."""
+
     async def todos_read(self, conn: Connection, params: dict[str, Any]) -> Any:
         return {"rows": sdk_rows(self._hosted(params).session.todos.items)}
 
