@@ -131,8 +131,8 @@ class LoopdeckApp(App[int]):
         self._startup_error: str | None = None
         self._stop_watching: Callable[[], None] = lambda: None
         self._sent_before_open: list[str] = []  # typed while the session was opening
-        self.mode_switch = ModeSwitch(self)
-        self.upkeep = IdleUpkeep(
+        self.mode_switch = ModeSwitch(self)  # Shift+Tab, /mode, the plan's "in autopilot"
+        self.upkeep = IdleUpkeep(  # the collector's long pauses, when nobody waits
             self, resting=lambda: self.session is not None and not self.session.busy
         )
 
