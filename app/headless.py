@@ -135,6 +135,10 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         for event in this_run(session.backlog, session.restored):
             printer(event)
         session.subscribe(printer)
+        if session.mcp is not None:
+            # One prompt has no later call to offer a late server's tools to: it waits
+            # for every server to connect or fail (each within its own budget).
+            await session.mcp.settled()
         future = session.send(args.prompt)
         if interrupts:
             session.abort()
