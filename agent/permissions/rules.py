@@ -8,7 +8,7 @@ over ``--allow-all-tools`` and over approvals given during the session.
 
 An MCP server's tool (kind ``mcp``) always asks unless a rule decides. Rules name it
 as Copilot's do: ``server`` (all its tools) or ``server(tool)`` (the tool's own name
-on the server), or by the name the model calls (``server-tool``).
+on the server).
 
 A shell command is parsed (agent.permissions.shell_commands) into every simple command it would
 run, wrappers looked through: it is allowed only if every command in it is, and denied
@@ -79,7 +79,7 @@ class Rule:
             raise RuleError(f"empty argument in tool rule {text!r}")
         known = kind in RULE_KINDS or kind in servers
         if tools is not None and not known and kind not in tools:
-            names = ", ".join([*RULE_KINDS, *tools, *servers])
+            names = ", ".join([*RULE_KINDS, *tools, *sorted(servers)])
             raise RuleError(
                 f"unknown kind {kind!r} in tool rule {text!r}: a rule names one of {names} "
                 "(e.g. 'shell', 'shell(git:*)', 'write')"
@@ -217,8 +217,6 @@ class PermissionPolicy:
         server, tool = origin
 
         def names_it(rule: Rule) -> bool:
-            if rule.kind == tool_name and rule.argument is None:
-                return True
             return rule.kind == server and rule.argument in (None, tool)
 
         for rule in self.deny:

@@ -274,7 +274,10 @@ class Session:
     def _deliver(self, events: list[Event]) -> None:
         """Hand written events (and the ephemeral ones between them) to subscribers."""
         for event in events:
-            if self._backlog is not None and not event.ephemeral:
+            # MCP servers' status is ephemeral, yet a subscriber that comes after the
+            # servers started (the app's first frame, -p's printer) must see it.
+            keep = not event.ephemeral or event.type.startswith("session.mcp_")
+            if self._backlog is not None and keep:
                 self._backlog.append(event)
             for subscriber in list(self._subscribers):
                 try:

@@ -1,0 +1,51 @@
+"""FakeMcpServer: a misbehaving MCP server (stdio) for the faults no real server
+produces on demand. Built on the ``mcp`` SDK's own server.
+
+    python -m tests.support.fake_mcp_server [--exit-at-start]
+
+Tools: ``ok`` (answers), ``crash`` (the process exits mid-call), ``hang`` (never
+answers). ``--exit-at-start`` writes to stderr and exits before the handshake.
+It writes its pid to $FAKE_MCP_PIDFILE when set, so a test can see it has gone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def main() -> None:
+    pidfile = os.environ.get("FAKE_MCP_PIDFILE")
+    if pidfile:
+        with open(pidfile, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()}\n")
+    if "--exit-at-start" in sys.argv:
+        sys.stderr.write("FakeMcpServer: refusing to start\n")
+        sys.exit(3)
+
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("fake")
+
+    @server.tool()
+    def ok(word: str = "fine") -> str:
+        """Answers at once."""
+        return f"ok: {word}"
+
+    @server.tool()
+    def crash() -> str:
+        """The server process dies while answering."""
+        os._exit(1)
+
+    @server.tool()
+    def hang() -> str:
+        """Never answers."""
+        while True:
+            time.sleep(3600)
+
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()
