@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +300,91 @@ async def test_the_first_prompt_does_not_wait_for_a_server_and_its_tools_join_la
     assert schema["parameters"]["properties"]["word"]["type"] == "string"
     assert "$schema" not in schema["parameters"]
     await session.close()
+
+
+# --- streamable HTTP -------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], deadline: float = 60.0) -> None:
+    """Until the server accepts connections (it is up), or it has exited."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+@pytest.fixture
+def http_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A server over streamable HTTP on 127.0.0.1; its URL."""
+    port = free_port()
+    which = request.param
+    if which == "everything":
+        if not EVERYTHING.exists():
+            pytest.skip(f"no server-everything (needs node): {INSTALL}")
+        argv = [str(EVERYTHING), "streamableHttp"]
+        env = {**os.environ, "PORT": str(port)}
+    else:
+        argv = [*FAKE, "--http", str(port)]
+        env = dict(os.environ)
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_listening(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("http_server", "call", "expected"),
+    [
+        ("fake", {"name": "web-ok", "arguments": {"word": "http"}}, "ok: http"),
+        (
+            "everything",
+            {"name": "web-echo", "arguments": {"message": "over http"}},
+            "Echo: over http",
+        ),
+    ],
+    indirect=["http_server"],
+)
+def test_p_calls_a_server_over_streamable_http(
+    http_server: str,
+    call: dict[str, Any],
+    expected: str,
+    workspace: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = {"mcpServers": {"web": {"type": "http", "url": http_server, "tools": ["*"]}}}
+    turns = [{"tool_calls": [call]}, {"text": "done"}]
+    code, stream, err = run_p(
+        capsys,
+        tmp_path,
+        turns,
+        "--additional-mcp-config",
+        json.dumps(config),
+        "--allow-tool",
+        "web",
+    )
+    assert code == 0, err
+    loaded = next(e for e in stream if e["type"] == "session.mcp_servers_loaded")
+    assert loaded["data"]["servers"][0]["transport"] == "http"
+    done = next(e for e in stream if e["type"] == "tool.execution_complete")
+    assert done["data"]["success"] is True, done
+    assert done["data"]["result"]["content"] == expected
+    assert stream[-1]["type"] == "session.idle"

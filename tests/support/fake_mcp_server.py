@@ -1,11 +1,12 @@
 """FakeMcpServer: a misbehaving MCP server (stdio) for the faults no real server
 produces on demand. Built on the ``mcp`` SDK's own server.
 
-    python -m tests.support.fake_mcp_server [--exit-at-start]
+    python -m tests.support.fake_mcp_server [--exit-at-start] [--http PORT]
 
 Tools: ``ok`` (answers), ``crash`` (the process exits mid-call), ``hang`` (never
 answers). ``--exit-at-start`` writes to stderr and exits before the handshake.
-It writes its pid to $FAKE_MCP_PIDFILE when set, so a test can see it has gone.
+``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of
+stdio. It writes its pid to $FAKE_MCP_PIDFILE when set, so a test can see it has gone.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ def main() -> None:
         while True:
             time.sleep(3600)
 
-    server.run("stdio")
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        server.run("stdio")
 
 
 if __name__ == "__main__":
