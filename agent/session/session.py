@@ -519,7 +519,9 @@ class Session:
         offered ones as each is ready (see agent.extensions.mcp.servers)."""
         from agent.extensions.mcp.servers import McpServers
 
-        self.mcp = McpServers(config, self.emit, self.toolbox.refresh)
+        # The servers' tokens (env, headers) are masked like the environment's.
+        self.secrets = SecretMasker([*self.secrets.secrets, *config.secret_values()])
+        self.mcp = McpServers(config, self.emit, self.toolbox.refresh, self.secrets.text)
         self.toolbox.add_joining(self.mcp.tools)
         self.mcp.start()
 

@@ -388,3 +388,40 @@ def test_p_calls_a_server_over_streamable_http(
     assert done["data"]["success"] is True, done
     assert done["data"]["result"]["content"] == expected
     assert stream[-1]["type"] == "session.idle"
+
+
+async def test_tokens_in_a_server_s_env_and_headers_never_reach_an_event(tmp_path: Path) -> None:
+    token = "sekrit-token-4242"
+    servers = {
+        "fake": {**fake_server(), "env": {"API_TOKEN": token}},
+        # A failure whose message would quote the token (its command names it).
+        "broken": {"command": f"/nonexistent/{token}"},
+        "web": {
+            "type": "http",
+            "url": "http://127.0.0.1:9/mcp",
+            "headers": {"Authorization": "Bearer other-secret-99"},
+        },
+    }
+    config = load_config({}, additional=[json.dumps({"mcpServers": servers})])
+    model = scripted(
+        [
+            {"tool_calls": [{"name": "fake-getenv", "arguments": {"name": "API_TOKEN"}}]},
+            {"text": "done"},
+        ]
+    )
+    store = SessionStore(tmp_path / "home")
+    session, recorder = await new_session(model, tmp_path, mode="autopilot", store=store)
+    session.permissions.policy.allow_all = True
+    session.start_mcp(config)
+    assert session.mcp is not None
+    await session.mcp.settled()
+    await session.send_and_wait("go")
+    await session.close()
+    done = recorder.of("tool.execution_complete")[0].data
+    assert done.result.content == "***"  # type: ignore[attr-defined]  # the server had it
+    failed = [e for e in recorder.events if e.type == "session.mcp_server_status_changed"]
+    assert any(e.data.server_name == "broken" for e in failed)  # type: ignore[attr-defined]
+    everything = "\n".join(json.dumps(e.wire()) for e in recorder.events)
+    assert token not in everything and "other-secret-99" not in everything
+    on_disk = store.events_path(session.id).read_text("utf-8")
+    assert token not in on_disk and "***" in on_disk

@@ -3,8 +3,9 @@ produces on demand. Built on the ``mcp`` SDK's own server.
 
     python -m tests.support.fake_mcp_server [--exit-at-start] [--http PORT]
 
-Tools: ``ok`` (answers), ``crash`` (the process exits mid-call), ``hang`` (never
-answers). ``--exit-at-start`` writes to stderr and exits before the handshake.
+Tools: ``ok`` (answers), ``getenv`` (a variable's value), ``crash`` (the process
+exits mid-call), ``hang`` (never answers). ``--exit-at-start`` writes to stderr and
+exits before the handshake.
 ``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of
 stdio. It writes its pid to $FAKE_MCP_PIDFILE when set, so a test can see it has gone.
 """
@@ -33,6 +34,11 @@ def main() -> None:
     def ok(word: str = "fine") -> str:
         """Answers at once."""
         return f"ok: {word}"
+
+    @server.tool()
+    def getenv(name: str) -> str:
+        """The value of one of the server's environment variables."""
+        return os.environ.get(name, "(unset)")
 
     @server.tool()
     def crash() -> str:

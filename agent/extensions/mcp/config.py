@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agent.sandbox.secrets import MIN_SECRET_LENGTH, EnvFilter
+
 Transport = Literal["stdio", "http", "sse"]
 Source = Literal["user", "workspace", "plugin", "builtin", "managed", "account"]
 
@@ -76,6 +78,17 @@ class McpConfig:
     servers: dict[str, McpServerConfig] = field(default_factory=dict)
     configured: set[str] = field(default_factory=set)
     notices: list[str] = field(default_factory=list)
+
+    def secret_values(self) -> list[str]:
+        """What must never reach an event: every header's value, and the values of
+        ``env`` variables named like secrets (``*TOKEN*``, ``*KEY*``…)."""
+        names = EnvFilter()
+        found: list[str] = []
+        for server in self.servers.values():
+            found += [v for k, v in server.env.items() if names.is_secret(k)]
+            found += list(server.headers.values())
+            found += [v.split(" ", 1)[1] for v in server.headers.values() if " " in v]
+        return [v for v in found if len(v.strip()) >= MIN_SECRET_LENGTH]
 
 
 def copilot_config_path(env: Mapping[str, str]) -> Path:

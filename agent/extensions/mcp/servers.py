@@ -37,9 +37,11 @@ class McpServers:
         config: McpConfig,
         emit: Callable[[EventData], Any],
         on_tools_changed: Callable[[], None] = lambda: None,
+        mask: Callable[[str], str] = lambda text: text,
     ) -> None:
         self.config = config
         self._emit = emit
+        self._mask = mask  # the session's secrets out of errors and notices
         self.on_tools_changed = on_tools_changed
         order = sorted(config.servers.values(), key=lambda s: s.transport != "stdio")
         self.connections = [McpConnection(server, self._changed) for server in order]
@@ -50,7 +52,7 @@ class McpServers:
 
     def start(self) -> None:
         for notice in self.config.notices:
-            self._emit(SessionWarningData(warning_type=WARNING_TYPE, message=notice))
+            self._emit(SessionWarningData(warning_type=WARNING_TYPE, message=self._mask(notice)))
         if not self.connections:
             self._settled.set()
             return
@@ -85,7 +87,7 @@ class McpServers:
                 SessionMcpServerStatusChangedData(
                     server_name=connection.name,
                     status=connection.status,
-                    error=connection.error,
+                    error=self._mask(connection.error) if connection.error else None,
                     config_source=connection.config.source,
                 )
             )
@@ -93,7 +95,9 @@ class McpServers:
                 self._emit(
                     SessionWarningData(
                         warning_type=WARNING_TYPE,
-                        message=f"MCP server {connection.name} failed: {connection.error}",
+                        message=self._mask(
+                            f"MCP server {connection.name} failed: {connection.error}"
+                        ),
                     )
                 )
         if all(c.status != "pending" for c in self.connections):
@@ -119,5 +123,5 @@ class McpServers:
             status=connection.status,
             source=connection.config.source,
             transport=connection.config.transport,
-            error=connection.error,
+            error=self._mask(connection.error) if connection.error else None,
         )
