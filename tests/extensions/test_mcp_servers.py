@@ -425,3 +425,25 @@ async def test_tokens_in_a_server_s_env_and_headers_never_reach_an_event(tmp_pat
     assert token not in everything and "other-secret-99" not in everything
     on_disk = store.events_path(session.id).read_text("utf-8")
     assert token not in on_disk and "***" in on_disk
+
+
+async def test_a_server_s_changed_tool_list_is_offered_from_the_next_call(tmp_path: Path) -> None:
+    config = load_config({}, additional=[json.dumps({"mcpServers": {"fake": fake_server()}})])
+    model = scripted(
+        [
+            {"tool_calls": [{"name": "fake-grow"}]},
+            {"tool_calls": [{"name": "fake-sprout"}]},
+            {"text": "done"},
+        ]
+    )
+    session, recorder = await new_session(model, tmp_path, mode="autopilot")
+    session.permissions.policy.allow_all = True
+    session.start_mcp(config)
+    assert session.mcp is not None
+    await session.mcp.settled()
+    await session.send_and_wait("grow")
+    await session.close()
+    assert "fake-sprout" not in model.seen_tools[0]
+    assert "fake-sprout" in model.seen_tools[1]  # the call right after the change
+    results = [e.data for e in recorder.of("tool.execution_complete")]
+    assert [r.result.content for r in results] == ["grown", "sprouted"]  # type: ignore[attr-defined]

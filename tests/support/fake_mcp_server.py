@@ -3,7 +3,8 @@ produces on demand. Built on the ``mcp`` SDK's own server.
 
     python -m tests.support.fake_mcp_server [--exit-at-start] [--http PORT]
 
-Tools: ``ok`` (answers), ``getenv`` (a variable's value), ``crash`` (the process
+Tools: ``ok`` (answers), ``getenv`` (a variable's value), ``grow`` (adds
+the tool ``sprout`` and says the list changed), ``crash`` (the process
 exits mid-call), ``hang`` (never answers). ``--exit-at-start`` writes to stderr and
 exits before the handshake.
 ``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of
@@ -15,6 +16,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+
+# At the top: the SDK reads the tools' annotations from this module's globals.
+from mcp.server.mcpserver import Context
 
 
 def main() -> None:
@@ -39,6 +43,18 @@ def main() -> None:
     def getenv(name: str) -> str:
         """The value of one of the server's environment variables."""
         return os.environ.get(name, "(unset)")
+
+    @server.tool()
+    async def grow(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Adds the tool ``sprout`` and tells the client its tools changed."""
+
+        def sprout() -> str:
+            """A tool that was not there at the start."""
+            return "sprouted"
+
+        server.add_tool(sprout)
+        await ctx.session.send_tool_list_changed()
+        return "grown"
 
     @server.tool()
     def crash() -> str:

@@ -44,6 +44,7 @@ class McpConnection:
         self._session: ClientSession | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._relisting: asyncio.Task[None] | None = None  # after tools/list_changed
         # Lives as long as the server, closed by stop().
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
 
@@ -66,7 +67,12 @@ class McpConnection:
         try:
             # The SDK's own deadline answers a slow server; ours, a stuck transport.
             async with asyncio.timeout(timeout + 5):
-                return await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+                result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+            relisting = self._relisting
+            if relisting is not None and not relisting.done():
+                # The call changed the server's tools: the model's next call sees them.
+                await asyncio.shield(relisting)
+            return result
         except TimeoutError:
             raise McpCallError(
                 f"MCP server {self.name} did not answer within {timeout:g}s"
@@ -156,7 +162,7 @@ class McpConnection:
 
         if isinstance(message, ToolListChangedNotification) and self._session is not None:
             # Listed in a task of its own: the handler runs in the SDK's receive loop.
-            asyncio.get_running_loop().create_task(self._relist())
+            self._relisting = asyncio.get_running_loop().create_task(self._relist())
 
     async def _relist(self) -> None:
         session = self._session
