@@ -7,6 +7,7 @@ Tests that need an installed server skip, saying how to install it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -447,3 +448,57 @@ async def test_a_server_s_changed_tool_list_is_offered_from_the_next_call(tmp_pa
     assert "fake-sprout" in model.seen_tools[1]  # the call right after the change
     results = [e.data for e in recorder.of("tool.execution_complete")]
     assert [r.result.content for r in results] == ["grown", "sprouted"]  # type: ignore[attr-defined]
+
+
+async def test_an_abort_during_a_hung_call_ends_the_turn_and_the_server_lives_on(
+    tmp_path: Path,
+) -> None:
+    config = load_config(
+        {}, additional=[json.dumps({"mcpServers": {"fake": fake_server(timeout_ms=600_000)}})]
+    )
+    model = scripted(
+        [
+            {"tool_calls": [{"name": "fake-hang"}]},
+            {"tool_calls": [{"name": "fake-ok"}]},
+            {"text": "ok"},
+        ]
+    )
+    session, recorder = await new_session(model, tmp_path, mode="autopilot")
+    session.permissions.policy.allow_all = True
+    session.start_mcp(config)
+    assert session.mcp is not None
+    await session.mcp.settled()
+    started = asyncio.Event()
+    session.subscribe(lambda e: started.set() if e.type == "tool.execution_start" else None)
+    outcome = session.send("hang")
+    await started.wait()
+    session.abort()
+    await asyncio.wait_for(outcome, 30)  # bounded: a hung server never holds the turn
+    assert recorder.types()[-1] == "session.idle"
+    hung = recorder.of("tool.execution_complete")[0].data
+    assert hung.success is False  # type: ignore[attr-defined]
+    await session.send_and_wait("again")  # the server still answers
+    assert recorder.of("tool.execution_complete")[-1].data.result.content == "ok: fine"  # type: ignore[attr-defined]
+    await session.close()
+
+
+@needs_everything
+async def test_progress_notifications_stream_as_partial_results(tmp_path: Path) -> None:
+    servers = {"everything": {"command": str(EVERYTHING), "tools": ["*"]}}
+    config = load_config({}, additional=[json.dumps({"mcpServers": servers})])
+    call = {
+        "name": "everything-trigger-long-running-operation",
+        "arguments": {"duration": 1, "steps": 3},
+    }
+    model = scripted([{"tool_calls": [call]}, {"text": "done"}])
+    session, recorder = await new_session(model, tmp_path, mode="autopilot")
+    session.permissions.policy.allow_all = True
+    session.start_mcp(config)
+    assert session.mcp is not None
+    await session.mcp.settled()
+    await session.send_and_wait("go")
+    await session.close()
+    partial = [e.data.partial_output for e in recorder.of("tool.execution_partial_result")]  # type: ignore[attr-defined]
+    assert partial[:3] == ["1/3", "2/3", "3/3"], partial
+    done = recorder.of("tool.execution_complete")[0].data
+    assert done.success is True  # type: ignore[attr-defined]

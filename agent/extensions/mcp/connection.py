@@ -55,8 +55,14 @@ class McpConnection:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"mcp server {self.name}")
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """The server's result; McpCallError when there is none to read."""
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Callable[[str], None] = lambda _line: None,
+    ) -> CallToolResult:
+        """The server's result; McpCallError when there is none to read. The server's
+        progress notifications are handed to ``progress`` as lines."""
         session = self._session
         if session is None or self.status != "connected":
             why = f": {self.error}" if self.error else ""
@@ -64,10 +70,16 @@ class McpConnection:
         from mcp import MCPError
 
         timeout = self.config.call_timeout
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress(progress_line(done, total, message))
+
         try:
             # The SDK's own deadline answers a slow server; ours, a stuck transport.
             async with asyncio.timeout(timeout + 5):
-                result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+                result = await session.call_tool(
+                    tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
+                )
             relisting = self._relisting
             if relisting is not None and not relisting.done():
                 # The call changed the server's tools: the model's next call sees them.
@@ -200,6 +212,12 @@ class McpConnection:
         if len(text) > _STDERR_TAIL:
             text = "…" + text[-_STDERR_TAIL:]
         return f" (stderr: {text})"
+
+
+def progress_line(done: float, total: float | None, message: str | None) -> str:
+    """``3/10 Reading files`` (or ``3``, ``3/10``, ``Reading files``)."""
+    amount = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"{amount} {message}" if message else amount
 
 
 def _streamable_http(config: McpServerConfig) -> contextlib.AbstractAsyncContextManager[Any]:

@@ -1,10 +1,11 @@
 """An MCP server's tool as one of the loop's tools: offered under Copilot's name
 (``server-tool``) with the server's JSON schema; its result read for the model.
 
-Text is kept; an image or audio clip becomes a note (the model gets no pixels); a
-resource becomes its text or a note with its URI; structured content is shown as JSON
-when the server sent no text. A result marked ``isError`` is a failed call. Long
-results are cut for the model like the bash tool's output (head and tail).
+Progress the server reports streams as the call's partial results. Text is kept; an
+image or audio clip becomes a note (the model gets no pixels); a resource becomes its
+text or a note with its URI; structured content is shown as JSON when the server sent
+no text. A result marked ``isError`` is a failed call. Long results are cut for the
+model like the bash tool's output (head and tail).
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class McpTool(Tool):
 
     async def run(self, args: McpToolArgs, ctx: ToolContext) -> ToolResult:
         try:
-            result = await self._server.call(self.server_tool, args.model_dump())
+            result = await self._server.call(
+                self.server_tool, args.model_dump(), ctx.report_progress
+            )
         except McpCallError as exc:
             return ToolResult.failure(str(exc))
         return read_result(result)
