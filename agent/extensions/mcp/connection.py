@@ -59,10 +59,10 @@ class McpConnection:
         self,
         tool: str,
         arguments: dict[str, Any],
-        progress: Callable[[str], None] = lambda _line: None,
+        report: Callable[[str], None] = lambda _line: None,
     ) -> CallToolResult:
         """The server's result; McpCallError when there is none to read. The server's
-        progress notifications are handed to ``progress`` as lines."""
+        progress notifications are handed to ``report`` as lines."""
         session = self._session
         if session is None or self.status != "connected":
             why = f": {self.error}" if self.error else ""
@@ -71,8 +71,8 @@ class McpConnection:
 
         timeout = self.config.call_timeout
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            progress(progress_line(done, total, message))
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            report(progress_line(progress, total, message))
 
         try:
             # The SDK's own deadline answers a slow server; ours, a stuck transport.
