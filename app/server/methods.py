@@ -27,6 +27,7 @@ from agent.events.schema import (
     SessionWarningData,
 )
 from agent.events.todos import sdk_rows
+from agent.extensions.mcp.config import McpConfig, from_sdk
 from agent.log.lock import SessionInUse, delete_session
 from agent.log.session_row import SessionSummary
 from agent.log.store import ForeignSession, SessionStore, read_events
@@ -214,6 +215,7 @@ class Runtime:
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
         sandbox, env_filter = self._sandbox()
+        mcp = _mcp_config(params)
         try:
             created = await SdkSession.create(
                 session_id=session_id,
@@ -235,6 +237,7 @@ class Runtime:
         _take_questions(hosted, params)
         _apply_system_message(created, params.get("systemMessage"))
         _apply_infinite_sessions(created, params.get("infiniteSessions"))
+        created.start_mcp(mcp)  # in the background: its events follow session.start
         self._attach(hosted, conn, params)
         hosted.replay_to(conn, created.backlog)  # session.start
         await hosted.hooks.session_start("new")
@@ -262,6 +265,7 @@ class Runtime:
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
         sandbox, env_filter = self._sandbox()
+        mcp = _mcp_config(params)
         cwd = _opt_str(params, "workingDirectory")
         try:
             resumed = await SdkSession.resume(
@@ -286,6 +290,7 @@ class Runtime:
         _take_questions(hosted, params)
         _apply_system_message(resumed, params.get("systemMessage"))
         _apply_infinite_sessions(resumed, params.get("infiniteSessions"))
+        resumed.start_mcp(mcp)
         self._attach(hosted, conn, params)
         # What resuming added to the log (repairs, interrupted calls, session.resume).
         backlog = resumed.backlog
@@ -627,6 +632,7 @@ class Runtime:
                 allow_all=bool(getattr(flags, "allow_all_tools", False))
                 or bool(getattr(flags, "yolo", False)),
                 tools=[*rule_tool_names(), *own_tools],
+                servers=_mcp_config(params).configured,
             )
         except RuleError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)) from exc
@@ -650,6 +656,11 @@ class Runtime:
             return cap
         flag_cap = getattr(self.flags, "max_autopilot_continues", None) if self.flags else None
         return flag_cap if isinstance(flag_cap, int) else DEFAULT_MAX_CONTINUES
+
+
+def _mcp_config(params: dict[str, Any]) -> McpConfig:
+    """The session's ``mcpServers`` (less ``disabledMcpServers``), as its app sent them."""
+    return from_sdk(params.get("mcpServers"), params.get("disabledMcpServers"))
 
 
 def _take_questions(hosted: HostedSession, params: dict[str, Any]) -> None:

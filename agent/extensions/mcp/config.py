@@ -150,7 +150,7 @@ def _parse(text: str, where: str, notices: list[str]) -> Any:
         return None
 
 
-def _merge(config: McpConfig, raw: Any, where: str, env: Mapping[str, str]) -> None:
+def _merge(config: McpConfig, raw: Any, where: str, env: Mapping[str, str] | None) -> None:
     if raw is None:
         return
     servers = raw.get("mcpServers") if isinstance(raw, dict) else None
@@ -174,8 +174,19 @@ def _merge(config: McpConfig, raw: Any, where: str, env: Mapping[str, str]) -> N
         config.servers[name] = server
 
 
-def parse_server(name: str, entry: Any, env: Mapping[str, str]) -> McpServerConfig:
-    """One ``mcpServers`` entry; ValueError names the field that is wrong."""
+def from_sdk(servers: Any, disabled: Any = None) -> McpConfig:
+    """The ``mcpServers`` and ``disabledMcpServers`` of an SDK app's session. Its SDK
+    sends values as they are meant (``envValueMode: "direct"``): nothing is expanded."""
+    config = McpConfig()
+    _merge(config, {"mcpServers": servers if isinstance(servers, dict) else {}}, "mcpServers", None)
+    for name in disabled if isinstance(disabled, list) else []:
+        config.servers.pop(str(name), None)
+    return config
+
+
+def parse_server(name: str, entry: Any, env: Mapping[str, str] | None) -> McpServerConfig:
+    """One ``mcpServers`` entry; ValueError names the field that is wrong. ``env``:
+    where ``${VAR}`` are looked up; None leaves values as they are."""
     if not name.strip():
         raise ValueError("the server's name is empty")
     if not isinstance(entry, dict):
@@ -231,8 +242,11 @@ def _mapping(entry: dict[str, Any], key: str) -> dict[str, str]:
     return value
 
 
-def expand(text: str, env: Mapping[str, str]) -> str:
-    """``$VAR``, ``${VAR}`` and ``${VAR:-default}`` from ``env``; unset is empty."""
+def expand(text: str, env: Mapping[str, str] | None) -> str:
+    """``$VAR``, ``${VAR}`` and ``${VAR:-default}`` from ``env``; unset is empty.
+    ``env`` None: ``text`` as it is."""
+    if env is None:
+        return text
 
     def one(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(3)
