@@ -198,6 +198,12 @@ def test_official_parser_reads_the_mcp_tool_events(
     assert parsed.data.servers[0].name == "fake"
     done = next(e for e in stream if e["type"] == "tool.execution_complete")
     assert done["data"]["result"]["content"] == "ok: hi"
+    # The export reads the log like any other session's: the MCP call is a tool call.
+    (folder,) = [p for p in (loopdeck_home / "session-state").iterdir() if p.is_dir()]
+    capsys.readouterr()
+    assert main(["export", folder.name]) == 0
+    exported = capsys.readouterr().out
+    assert "✓ **fake-ok** `word=hi`" in exported and "ok: hi" in exported
 
 
 def test_a_server_that_fails_to_start_is_a_notice_and_the_run_ends_idle(
