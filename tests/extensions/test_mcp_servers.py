@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -508,3 +509,39 @@ async def test_progress_notifications_stream_as_partial_results(tmp_path: Path) 
     assert partial[:3] == ["1/3", "2/3", "3/3"], partial
     done = recorder.of("tool.execution_complete")[0].data
     assert done.success is True  # type: ignore[attr-defined]
+
+
+def test_ctrl_c_while_p_waits_for_a_server_that_never_starts(
+    workspace: Path, tmp_path: Path, loopdeck_home: Path
+) -> None:
+    marker = f"LOOPDECK_TEST_{uuid.uuid4().hex}"
+    config = {"mcpServers": {"stuck": fake_server("--hang-at-start", env={marker: "1"})}}
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"text": "never asked"}]}), "utf-8")
+    argv = [sys.executable, "-m", "app.cli", "-p", "go", "--model", f"scripted:{script}"]
+    argv += ["--output-format", "json", "--additional-mcp-config", json.dumps(config)]
+    process = subprocess.Popen(
+        argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # the run is waiting for its server
+            if json.loads(line)["type"] == "session.mcp_servers_loaded":
+                break
+        deadline = time.monotonic() + 30
+        while not processes_with(marker):  # ... which has started
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.05)
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        rest, err = process.communicate(timeout=30)
+        leftovers = processes_with(marker)
+    finally:
+        process.kill()
+        for pid in processes_with(marker):  # a failed run's server is not left behind
+            os.kill(pid, signal.SIGKILL)
+    # Well inside the server's 60 s start budget: Ctrl+C does not wait it out.
+    assert time.monotonic() - started < 20
+    assert process.returncode == 130, err
+    assert json.loads(rest.splitlines()[-1])["type"] == "session.idle"
+    assert leftovers == []

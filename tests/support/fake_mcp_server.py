@@ -1,12 +1,12 @@
 """FakeMcpServer: a misbehaving MCP server (stdio) for the faults no real server
 produces on demand. Built on the ``mcp`` SDK's own server.
 
-    python -m tests.support.fake_mcp_server [--exit-at-start] [--http PORT]
+    python -m tests.support.fake_mcp_server [--exit-at-start|--hang-at-start] [--http PORT]
 
 Tools: ``ok`` (answers), ``getenv`` (a variable's value), ``grow`` (adds
 the tool ``sprout`` and says the list changed), ``crash`` (the process
 exits mid-call), ``hang`` (never answers). ``--exit-at-start`` writes to stderr and
-exits before the handshake.
+exits before the handshake; ``--hang-at-start`` never answers it.
 ``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of
 stdio. It writes its pid to $FAKE_MCP_PIDFILE when set, so a test can see it has gone.
 """
@@ -26,6 +26,9 @@ def main() -> None:
     if pidfile:
         with open(pidfile, "a", encoding="utf-8") as out:
             out.write(f"{os.getpid()}\n")
+    if "--hang-at-start" in sys.argv:
+        while True:  # never answers the handshake
+            time.sleep(3600)
     if "--exit-at-start" in sys.argv:
         sys.stderr.write("FakeMcpServer: refusing to start\n")
         sys.exit(3)
