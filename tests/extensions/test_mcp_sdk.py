@@ -55,8 +55,12 @@ async def test_create_session_with_mcp_servers_calls_the_server(tmp_path: Path) 
             )
         )
         # The first prompt does not wait for the server: the app waits for its status.
-        status = await recorder.wait_for("session.mcp_server_status_changed")
-        assert (status.data.server_name, status.data.status.value) == ("env-echo", "connected")
+        await recorder.wait_for("session.mcp_servers_loaded")
+        statuses = [
+            (e.data.server_name, e.data.status.value)
+            for e in recorder.of("session.mcp_server_status_changed")
+        ]
+        assert statuses == [("env-echo", "pending"), ("env-echo", "connected")]
         await within(session.send_and_wait("what is PLAIN_VALUE?"))
         start = recorder.of("tool.execution_start")[0].data
         assert (start.mcp_server_name, start.mcp_tool_name) == ("env-echo", "getenv")
@@ -64,6 +68,6 @@ async def test_create_session_with_mcp_servers_calls_the_server(tmp_path: Path) 
         assert done.success is True
         assert done.result.content == "$literal ${as-sent}"  # direct: nothing expanded
         loaded = recorder.of("session.mcp_servers_loaded")[0].data
-        assert [s.name for s in loaded.servers] == ["env-echo"]  # "off" was disabled
+        assert [(s.name, s.status.value) for s in loaded.servers] == [("env-echo", "connected")]
     finally:
         await within(client.stop())

@@ -145,7 +145,16 @@ def test_p_calls_real_servers_tools_and_a_deny_rule_holds(
         for e in stream
         if e["type"] == "session.mcp_server_status_changed"
     ]
-    assert sorted(statuses) == [("everything", "connected"), ("time", "connected")]
+    # As in Copilot's stream: each server pending, then connected; then the summary.
+    assert statuses[:2] == [("time", "pending"), ("everything", "pending")]
+    assert sorted(statuses[2:]) == [("everything", "connected"), ("time", "connected")]
+    types = [e["type"] for e in stream]
+    loaded = stream[types.index("session.mcp_servers_loaded")]["data"]["servers"]
+    assert {(s["name"], s["status"]) for s in loaded} == {
+        ("time", "connected"),
+        ("everything", "connected"),
+    }
+    assert types.index("session.mcp_servers_loaded") < types.index("user.message")  # -p waited
 
     log = log_lines(loopdeck_home)
     starts = {
@@ -526,7 +535,7 @@ def test_ctrl_c_while_p_waits_for_a_server_that_never_starts(
     try:
         assert process.stdout is not None
         for line in process.stdout:  # the run is waiting for its server
-            if json.loads(line)["type"] == "session.mcp_servers_loaded":
+            if json.loads(line)["type"] == "session.mcp_server_status_changed":
                 break
         deadline = time.monotonic() + 30
         while not processes_with(marker):  # ... which has started

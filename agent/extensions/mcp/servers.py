@@ -51,16 +51,16 @@ class McpServers:
         self._closing = False
 
     def start(self) -> None:
+        """Each server's ``pending`` status, as Copilot sends it, then the servers start;
+        ``session.mcp_servers_loaded`` follows once every one has connected or failed."""
         for notice in self.config.notices:
             self._emit(SessionWarningData(warning_type=WARNING_TYPE, message=self._mask(notice)))
         if not self.connections:
             self._settled.set()
             return
-        self._emit(
-            SessionMcpServersLoadedData(servers=[self._summary(c) for c in self.connections])
-        )
         for connection in self.connections:
-            self._reported[connection.name] = connection.status
+            self._report(connection)
+        for connection in self.connections:
             connection.start()
 
     def tools(self) -> list[McpTool]:
@@ -82,15 +82,7 @@ class McpServers:
         if self._closing:
             return
         if self._reported.get(connection.name) != connection.status:
-            self._reported[connection.name] = connection.status
-            self._emit(
-                SessionMcpServerStatusChangedData(
-                    server_name=connection.name,
-                    status=connection.status,
-                    error=self._mask(connection.error) if connection.error else None,
-                    config_source=connection.config.source,
-                )
-            )
+            self._report(connection)
             if connection.status == "failed":
                 self._emit(
                     SessionWarningData(
@@ -100,10 +92,23 @@ class McpServers:
                         ),
                     )
                 )
-        if all(c.status != "pending" for c in self.connections):
+        if not self._settled.is_set() and all(c.status != "pending" for c in self.connections):
             self._settled.set()
+            summaries = [self._summary(c) for c in self.connections]
+            self._emit(SessionMcpServersLoadedData(servers=summaries))
         self._tools = self._offered()
         self.on_tools_changed()
+
+    def _report(self, connection: McpConnection) -> None:
+        self._reported[connection.name] = connection.status
+        self._emit(
+            SessionMcpServerStatusChangedData(
+                server_name=connection.name,
+                status=connection.status,
+                error=self._mask(connection.error) if connection.error else None,
+                config_source=connection.config.source,
+            )
+        )
 
     def _offered(self) -> list[McpTool]:
         tools: list[McpTool] = []
