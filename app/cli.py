@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="RULE",
-        help="allow without asking: 'shell', 'shell(git:*)', 'write', a tool name",
+        help="allow without asking: 'shell', 'shell(git:*)', 'write', a tool name, an MCP "
+        "server 'server' or one of its tools 'server(tool)'",
     )
     perms.add_argument(
         "--deny-tool",
@@ -114,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"loopdeck {__version__}")
     _add_sandbox_flags(parser)
+    _add_mcp_flags(parser)
     _add_connection_flags(parser)
     _add_runtime_flags(parser)
     return parser
@@ -135,6 +137,26 @@ def _add_sandbox_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="let sandboxed commands open TCP connections (default: on in interactive "
         "mode, off in autopilot)",
+    )
+
+
+def _add_mcp_flags(parser: argparse.ArgumentParser) -> None:
+    """MCP servers, configured as in Copilot CLI (~/.copilot/mcp-config.json)."""
+    group = parser.add_argument_group("MCP servers")
+    group.add_argument(
+        "--additional-mcp-config",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help='more servers for this session: {"mcpServers": {...}} as JSON, or @FILE '
+        "(repeatable; wins over the config files)",
+    )
+    group.add_argument(
+        "--disable-mcp-server",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="do not start this configured MCP server (repeatable)",
     )
 
 
@@ -304,7 +326,7 @@ def _main(args_list: list[str]) -> int:
         parser.exit(EXIT_USAGE, f"loopdeck: --autopilot and --mode {args.mode} disagree\n")
     if not args.headless:
         _check_prompt_words(parser, args.prompt_words, explicit="--" in args_list)
-        _check_rules(parser, args.allow_tool, args.deny_tool)
+        _check_rules(parser, args)
 
     if args.headless:
         from app.server.main import run_server
@@ -372,15 +394,18 @@ def _check_prompt_words(
         )
 
 
-def _check_rules(parser: argparse.ArgumentParser, allow: list[str], deny: list[str]) -> None:
+def _check_rules(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Unknown rule kinds are a usage error before anything opens (the app included)."""
+    allow, deny = args.allow_tool, args.deny_tool
     if not allow and not deny:
         return
     from agent.permissions.rules import PermissionPolicy, RuleError
     from agent.tools.registry import rule_tool_names
+    from app.mcp_setup import mcp_config
 
+    servers = mcp_config(args).configured  # rules may name an MCP server
     try:
-        PermissionPolicy.from_flags(allow, deny, tools=rule_tool_names())
+        PermissionPolicy.from_flags(allow, deny, tools=rule_tool_names(), servers=servers)
     except RuleError as exc:
         parser.exit(EXIT_USAGE, f"loopdeck: {exc}\n")
 

@@ -12,8 +12,9 @@ import asyncio
 import json
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from agent.events import todos
 from agent.events.schema import (
@@ -106,6 +107,7 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
     loop = asyncio.get_running_loop()
     session: Session | None = None
     interrupts = 0
+    interrupted = asyncio.Event()
 
     def on_interrupt() -> None:
         nonlocal interrupts
@@ -113,6 +115,7 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         if interrupts > 1:
             raise SystemExit(EXIT_ABORTED)  # a second Ctrl+C does not wait for cleanup
         sys.stderr.write("\nAborting… (Ctrl+C again to quit at once)\n")
+        interrupted.set()
         if session is not None:
             session.abort()
 
@@ -129,6 +132,10 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         for event in this_run(session.backlog, session.restored):
             printer(event)
         session.subscribe(printer)
+        if session.mcp is not None:
+            # One prompt has no later call to offer a late server's tools to: it waits
+            # for every server to connect or fail (each within its own budget).
+            await _first(session.mcp.settled(), interrupted.wait())
         future = session.send(args.prompt)
         if interrupts:
             session.abort()
@@ -153,6 +160,16 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         sys.stderr.write(cap_explanation(session) + "\n")
     sys.stderr.write(f"Resume this session with: loopdeck --resume {session.id[:8]}\n")
     return exit_code(outcome)
+
+
+async def _first(*waits: Coroutine[Any, Any, Any]) -> None:
+    """Until the first of ``waits`` is done; the others are cancelled."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 def cap_explanation(session: Session) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -118,10 +118,12 @@ async def open_session(
     """Create or resume the session the flags describe. Raises SetupError."""
     from agent.log.store import SessionNotFound
     from agent.models.scripted import ScriptError
+    from app.mcp_setup import mcp_config
     from app.sandbox_setup import SandboxSetupError, sandbox_setup
 
     store = SessionStore(loopdeck_home())
-    policy, extra_dirs = permission_setup(args)
+    mcp = mcp_config(args)
+    policy, extra_dirs = permission_setup(args, mcp.configured)
     try:
         sandbox, env_filter = sandbox_setup(args)
     except SandboxSetupError as exc:
@@ -168,6 +170,7 @@ async def open_session(
         session.discard_unused = discard_unused
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode(start_mode(args))
+        session.start_mcp(mcp)
         return session
     mode = start_mode(args)
     with _open_errors_as_setup_error():
@@ -183,6 +186,7 @@ async def open_session(
             env_filter=env_filter,
         )
     created.configure_context(window=context_window, settings=compaction, max_output=max_output)
+    created.start_mcp(mcp)
     return created
 
 
@@ -223,8 +227,11 @@ def _open_errors_as_setup_error() -> Iterator[None]:
         raise SetupError(str(exc)) from exc
 
 
-def permission_setup(args: argparse.Namespace) -> tuple[PermissionPolicy, list[Path]]:
-    """The policy and extra directories the permission flags describe."""
+def permission_setup(
+    args: argparse.Namespace, mcp_servers: Collection[str] = ()
+) -> tuple[PermissionPolicy, list[Path]]:
+    """The policy and extra directories the permission flags describe; rules may name
+    the configured ``mcp_servers``."""
     try:
         from agent.tools.registry import rule_tool_names
 
@@ -233,6 +240,7 @@ def permission_setup(args: argparse.Namespace) -> tuple[PermissionPolicy, list[P
             args.deny_tool,
             allow_all=args.allow_all_tools or args.yolo,
             tools=rule_tool_names(),
+            servers=mcp_servers,
         )
     except RuleError as exc:
         raise SetupError(str(exc)) from exc

@@ -8,6 +8,7 @@ answer it by accident.
 from __future__ import annotations
 
 import asyncio
+import json
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -42,6 +43,9 @@ class PermissionPromptView(Vertical, can_focus=True):
                 highlighted(prompt.command or "", "bash"),
                 classes="what",
             )
+        elif prompt.kind == "mcp":  # the server, the tool and exactly what it is sent
+            arguments = json.dumps(prompt.arguments or {}, indent=2, ensure_ascii=False)
+            yield Static(highlighted(arguments, "json"), classes="what")
         else:
             yield Static(_diff(prompt.diff or f"(no preview for {prompt.path})"), classes="what")
         yield Static(
@@ -104,6 +108,8 @@ def always_label(prompt: PermissionPrompt) -> str:
             return "always allow file edits this session"
         case "custom-tool":
             return f"always allow {prompt.tool_name} this session"
+        case "mcp":
+            return f"always allow {prompt.server_name}({prompt.server_tool}) this session"
         case _:
             return "yes, always this session"
 

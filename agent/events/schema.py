@@ -19,6 +19,11 @@ from agent.events.json_line import (
     data_of,
     read_line,
 )
+from agent.events.mcp import (
+    McpServerSummary,
+    SessionMcpServersLoadedData,
+    SessionMcpServerStatusChangedData,
+)
 from agent.events.plan import (
     ExitPlanModeCompletedData,
     ExitPlanModeRequestedData,
@@ -135,6 +140,7 @@ __all__ = [
     "ExitPlanModeRequestedData",
     "ExternalToolCompletedData",
     "ExternalToolRequestedData",
+    "McpServerSummary",
     "Mode",
     "ModelCallFailureData",
     "ModelCallFinalResultData",
@@ -152,6 +158,8 @@ __all__ = [
     "SessionHandoffData",
     "SessionIdleData",
     "SessionInfoData",
+    "SessionMcpServerStatusChangedData",
+    "SessionMcpServersLoadedData",
     "SessionModeChangedData",
     "SessionModelChangeData",
     "SessionPlanChangedData",
@@ -212,6 +220,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionTitleChangedData,
         SessionUsageCheckpointData,
         SessionCustomNotificationData,
+        SessionMcpServersLoadedData,
+        SessionMcpServerStatusChangedData,
         AbortData,
         UserMessageData,
         AssistantTurnRetryData,

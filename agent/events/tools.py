@@ -15,6 +15,9 @@ class ToolExecutionStartData(EventData):
     tool_name: str
     arguments: Any = None
     turn_id: str | None = None
+    # An MCP server's tool: the server's name and the tool's own name on it.
+    mcp_server_name: str | None = None
+    mcp_tool_name: str | None = None
 
 
 class ToolUserRequestedData(EventData):

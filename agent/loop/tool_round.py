@@ -37,12 +37,16 @@ async def run_tool(host: LoopHost, request: ToolRequest, turn_id: str) -> ToolRe
     if decision is not None and decision.arguments is not None:
         request = request.model_copy(update={"arguments": decision.arguments})
     call_id = request.tool_call_id
+    tool = host.tools().get(request.name)
+    server, server_tool = (tool.mcp_origin() if tool else None) or (None, None)
     host.emit(
         ToolExecutionStartData(
             tool_call_id=call_id,
             tool_name=request.name,
             arguments=request.arguments,
             turn_id=turn_id,
+            mcp_server_name=server,
+            mcp_tool_name=server_tool,
         )
     )
 

@@ -71,8 +71,9 @@ class PermissionGate:
         prompt = self._prompt(tool.kind, request, args)
         if prompt is None or isinstance(prompt, ToolResult):
             return prompt
+        origin = (prompt.server_name or "", prompt.server_tool or "")
         verdict, rule = self.policy.decide(
-            prompt.kind, request.name, prompt.command, self._workspace()
+            prompt.kind, request.name, prompt.command, self._workspace(), mcp=origin
         )
         self.host.emit(
             PermissionRequestedData(
@@ -110,7 +111,7 @@ class PermissionGate:
             who = "autopilot" if self.host.mode == "autopilot" else "this non-interactive run"
             message = (
                 f"Permission denied: {what} needs approval{_unallowed(parts)} and {who} cannot "
-                f"ask the user. {self._remedy(parts)}"
+                f"ask the user. {self._remedy(parts, prompt)}"
             )
             result = {"kind": "denied-no-approval-rule-and-could-not-request-from-user"}
             return result, ToolResult.failure(message)
@@ -131,8 +132,14 @@ class PermissionGate:
                     denied["feedback"] = feedback
                 return denied, ToolResult.failure(message)
 
-    def _remedy(self, parts: list[ShellPart]) -> str:
+    def _remedy(self, parts: list[ShellPart], prompt: PermissionPrompt) -> str:
         """What would let the call through: what the user or the model can change."""
+        if prompt.kind == "mcp":
+            server, tool = prompt.server_name, prompt.server_tool
+            return (
+                f"Allow it with --allow-tool '{server}({tool})' (or '{server}' for all "
+                "its tools) or --allow-all-tools."
+            )
         causes = {part.cause for part in parts if part.verdict == "ask"} or {""}
         fixes: list[str] = []
         if "unknown" in causes:
@@ -183,6 +190,18 @@ class PermissionGate:
             intention = str(getattr(args, "description", None) or f"Run `{command}`")
             return PermissionPrompt(kind="shell", intention=intention, command=command, **base)
         tool = self.host.tools().get(request.name)
+        origin = tool.mcp_origin() if tool else None
+        if kind == "mcp" and origin is not None:
+            server, server_tool = origin
+            return PermissionPrompt(
+                kind="mcp",
+                intention=f"Call {server_tool} on the MCP server {server}",
+                arguments=args.model_dump(),
+                description=tool.description if tool else "",
+                server_name=server,
+                server_tool=server_tool,
+                **base,
+            )
         if kind == "custom-tool":
             return PermissionPrompt(
                 kind="custom-tool",
@@ -232,6 +251,8 @@ def _describe(prompt: PermissionPrompt) -> str:
         return f"the shell command `{prompt.command}`"
     if prompt.kind == "custom-tool":
         return f"calling the tool {prompt.tool_name}"
+    if prompt.kind == "mcp":
+        return f"the MCP tool {prompt.server_name}({prompt.server_tool})"
     return f"writing {prompt.path}"
 
 
@@ -240,6 +261,8 @@ def _approval(prompt: PermissionPrompt) -> dict[str, Any]:
         return {"kind": "commands", "commandIdentifiers": command_identifiers(prompt.command or "")}
     if prompt.kind == "custom-tool":
         return {"kind": "custom-tool", "toolName": prompt.tool_name}
+    if prompt.kind == "mcp":
+        return {"kind": "mcp", "serverName": prompt.server_name, "toolName": prompt.server_tool}
     return {"kind": "write"}
 
 
@@ -259,6 +282,16 @@ def _wire_request(prompt: PermissionPrompt) -> dict[str, Any]:
             "possibleUrls": [],
             "hasWriteFileRedirection": writes_files(command),
             "canOfferSessionApproval": True,
+        }
+    if prompt.kind == "mcp":
+        return {
+            "kind": "mcp",
+            "toolCallId": prompt.tool_call_id,
+            "serverName": prompt.server_name or "",
+            "toolName": prompt.server_tool or "",
+            "toolTitle": prompt.tool_name,
+            "args": prompt.arguments,
+            "readOnly": False,
         }
     if prompt.kind == "custom-tool":
         return {

@@ -6,6 +6,10 @@ decides: ``--allow-tool 'shell(git:*)'``, ``--allow-tool write``,
 ``--deny-tool 'shell(rm)'``, ``--allow-all-tools``. A deny rule always wins, even
 over ``--allow-all-tools`` and over approvals given during the session.
 
+An MCP server's tool (kind ``mcp``) always asks unless a rule decides. Rules name it
+as Copilot's do: ``server`` (all its tools) or ``server(tool)`` (the tool's own name
+on the server).
+
 A shell command is parsed (agent.permissions.shell_commands) into every simple command it would
 run, wrappers looked through: it is allowed only if every command in it is, and denied
 if any one of them is. A deny rule matches a command by its base name (``/bin/rm`` is
@@ -34,7 +38,7 @@ from agent.permissions.shell_commands import (
 )
 
 Verdict = Literal["allow", "deny", "ask"]
-Kind = Literal["read", "write", "shell", "custom-tool"]
+Kind = Literal["read", "write", "shell", "custom-tool", "mcp"]
 Match = Literal["yes", "maybe", "no"]
 
 RULE_KINDS = ("shell", "write")  # besides these, a rule may name a tool that asks
@@ -58,9 +62,12 @@ class Rule:
     argument: str | None = None
 
     @classmethod
-    def parse(cls, text: str, tools: Collection[str] | None = None) -> Rule:
+    def parse(
+        cls, text: str, tools: Collection[str] | None = None, servers: Collection[str] = ()
+    ) -> Rule:
         """``tools``: the tool names a rule may name; None accepts any name (an
-        embedder's own tools are only known per session)."""
+        embedder's own tools are only known per session). ``servers``: the MCP
+        servers configured, which a rule names alone or with one of their tools."""
         match = _RULE.match(text)
         if match is None:
             raise RuleError(
@@ -70,14 +77,15 @@ class Rule:
         argument = argument.strip() if argument is not None else None
         if argument == "":
             raise RuleError(f"empty argument in tool rule {text!r}")
-        if tools is not None and kind not in RULE_KINDS and kind not in tools:
-            names = ", ".join([*RULE_KINDS, *tools])
+        known = kind in RULE_KINDS or kind in servers
+        if tools is not None and not known and kind not in tools:
+            names = ", ".join([*RULE_KINDS, *tools, *sorted(servers)])
             raise RuleError(
                 f"unknown kind {kind!r} in tool rule {text!r}: a rule names one of {names} "
                 "(e.g. 'shell', 'shell(git:*)', 'write')"
             )
-        if argument is not None and kind != "shell":
-            raise RuleError(f"only shell rules take an argument: {text!r}")
+        if argument is not None and kind != "shell" and kind not in servers:
+            raise RuleError(f"only shell and MCP server rules take an argument: {text!r}")
         return cls(kind, argument)
 
     def __str__(self) -> str:
@@ -153,7 +161,7 @@ class PermissionPolicy:
     # Approved "for the session" by the user: command names, and whether writes are.
     approved_commands: set[str] = field(default_factory=set)
     approved_writes: bool = False
-    approved_tools: set[str] = field(default_factory=set)  # custom tools, by name
+    approved_tools: set[str] = field(default_factory=set)  # custom and MCP tools, by name
 
     @classmethod
     def from_flags(
@@ -163,11 +171,13 @@ class PermissionPolicy:
         allow_all: bool = False,
         *,
         tools: Collection[str] | None = None,
+        servers: Collection[str] = (),
     ) -> PermissionPolicy:
-        """``tools``: the tool names rules may name (None: any)."""
+        """``tools``: the tool names rules may name (None: any); ``servers``: the
+        configured MCP servers' names."""
         return cls(
-            allow=[Rule.parse(r, tools) for r in allow or []],
-            deny=[Rule.parse(r, tools) for r in deny or []],
+            allow=[Rule.parse(r, tools, servers) for r in allow or []],
+            deny=[Rule.parse(r, tools, servers) for r in deny or []],
             allow_all=allow_all,
         )
 
@@ -177,14 +187,18 @@ class PermissionPolicy:
         tool_name: str,
         command: str | None = None,
         workspace: Sequence[Path] = (),
+        mcp: tuple[str, str] | None = None,
     ) -> tuple[Verdict, Rule | None]:
         """The verdict for one call, and the rule that decided it (if one did).
 
         ``workspace``: the working directory first, then added directories; a shell
         command's output redirected elsewhere needs more than the command's rule.
+        ``mcp``: an MCP tool's server and its own name on it.
         """
         if kind == "shell":
             return self._decide_shell(tool_name, command or "", workspace)
+        if kind == "mcp":
+            return self._decide_mcp(tool_name, mcp or ("", tool_name))
         for rule in self.deny:
             if rule.kind in (kind, tool_name):
                 return "deny", rule
@@ -196,6 +210,22 @@ class PermissionPolicy:
             return "allow", None
         for rule in self.allow:
             if rule.kind in (kind, tool_name):
+                return "allow", rule
+        return "ask", None
+
+    def _decide_mcp(self, tool_name: str, origin: tuple[str, str]) -> tuple[Verdict, Rule | None]:
+        server, tool = origin
+
+        def names_it(rule: Rule) -> bool:
+            return rule.kind == server and rule.argument in (None, tool)
+
+        for rule in self.deny:
+            if names_it(rule):
+                return "deny", rule
+        if self.allow_all or tool_name in self.approved_tools:
+            return "allow", None
+        for rule in self.allow:
+            if names_it(rule):
                 return "allow", rule
         return "ask", None
 
@@ -294,7 +324,7 @@ class PermissionPolicy:
             self.approved_writes = True
         elif kind == "shell" and command:
             self.approved_commands.update(command_identifiers(command))
-        elif kind == "custom-tool" and tool_name:
+        elif kind in ("custom-tool", "mcp") and tool_name:
             self.approved_tools.add(tool_name)
 
 
@@ -328,8 +358,10 @@ class PermissionPrompt:
     command: str | None = None  # shell
     path: str | None = None  # write
     diff: str | None = None  # write
-    arguments: Any = None  # custom-tool
-    description: str | None = None  # custom-tool
+    arguments: Any = None  # custom-tool, mcp
+    description: str | None = None  # custom-tool, mcp
+    server_name: str | None = None  # mcp: the server
+    server_tool: str | None = None  # mcp: the tool's own name on it
 
 
 @dataclass(frozen=True, slots=True)

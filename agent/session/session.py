@@ -25,7 +25,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.events.base import now_iso
 from agent.events.schema import (
@@ -76,6 +76,10 @@ from agent.session.user_input import UserQuestions
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.exit_plan_mode import ExitPlanModeTool
 from agent.tools.registry import ToolRegistry, default_tools
+
+if TYPE_CHECKING:  # the MCP SDK loads only when a session has servers
+    from agent.extensions.mcp.config import McpConfig
+    from agent.extensions.mcp.servers import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +163,7 @@ class Session:
         # and what was read of it (its index, for the timeline's earlier turns).
         self.restored = 0
         self.resumed_from: ResumePlan | None = None
+        self.mcp: McpServers | None = None  # started by start_mcp
 
     # --- construction --------------------------------------------------------
 
@@ -269,7 +274,10 @@ class Session:
     def _deliver(self, events: list[Event]) -> None:
         """Hand written events (and the ephemeral ones between them) to subscribers."""
         for event in events:
-            if self._backlog is not None and not event.ephemeral:
+            # MCP servers' status is ephemeral, yet a subscriber that comes after the
+            # servers started (the app's first frame, -p's printer) must see it.
+            keep = not event.ephemeral or event.type.startswith("session.mcp_")
+            if self._backlog is not None and keep:
                 self._backlog.append(event)
             for subscriber in list(self._subscribers):
                 try:
@@ -506,10 +514,23 @@ class Session:
     def take_steering(self) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:
         return self._runner.take_steering()
 
+    def start_mcp(self, config: McpConfig) -> None:
+        """Start the configured MCP servers in the background; their tools join the
+        offered ones as each is ready (see agent.extensions.mcp.servers)."""
+        from agent.extensions.mcp.servers import McpServers
+
+        # The servers' tokens (env, headers) are masked like the environment's.
+        self.secrets = SecretMasker([*self.secrets.secrets, *config.secret_values()])
+        self.mcp = McpServers(config, self.emit, self.toolbox.refresh, self.secrets.text)
+        self.toolbox.add_joining(self.mcp.tools)
+        self.mcp.start()
+
     async def close(self) -> None:
         """Finish writing and release the log. Aborts a loop still running."""
         await self._runner.stop()
         try:
+            if self.mcp is not None:
+                await self.mcp.close()  # their processes end with the session
             # A summary still being made ends now, recorded as failed, before the log closes.
             await self.context.close()
             if self._writer is not None:

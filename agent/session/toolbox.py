@@ -8,7 +8,7 @@ SDK app's resume with other ``tools``). Plan mode offers the read-only tools and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from agent.events.schema import Mode
 from agent.session.plan_mode import plan_registry
@@ -29,11 +29,17 @@ class ModeToolbox:
         self._build_prompt = build_prompt
         self._registries: dict[Mode, ToolRegistry] = {}
         self._prompts: dict[Mode, str] = {}
+        # Tools that join and leave while the session runs (MCP servers'): asked anew
+        # on each refresh, added after the factory's, whose names win.
+        self._joining: Callable[[], Sequence[Tool]] = lambda: ()
 
     def registry(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
         if registry is None:
             registry = self._factory(mode)
+            for tool in self._joining():
+                if tool.name not in registry:
+                    registry.register(tool)
             if mode == "plan":  # read-only, whatever the factory offers
                 registry = plan_registry(registry, self._exit_plan)
             self._registries[mode] = registry
@@ -53,6 +59,11 @@ class ModeToolbox:
         """Build the tools and the prompts again on next use."""
         self._registries.clear()
         self._prompts.clear()
+
+    def add_joining(self, tools: Callable[[], Sequence[Tool]]) -> None:
+        """Offer ``tools()`` too, asked again at each :meth:`refresh`."""
+        self._joining = tools
+        self.refresh()
 
     def use_factory(self, factory: RegistryFactory) -> None:
         """Offer other tools from the next model call on."""

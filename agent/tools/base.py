@@ -15,8 +15,9 @@ from agent.sandbox.secrets import EnvFilter
 if TYPE_CHECKING:
     from agent.sandbox.policy import Confinement
 
-# ``custom-tool``: a tool an SDK app defined and runs itself (see tools/external.py).
-ToolKind = Literal["read", "write", "shell", "custom-tool"]
+# ``custom-tool``: a tool an SDK app defined and runs itself (see tools/external.py);
+# ``mcp``: an MCP server's tool (agent/extensions/mcp/), Copilot's permission kind for it.
+ToolKind = Literal["read", "write", "shell", "custom-tool", "mcp"]
 
 
 class ToolArgs(BaseModel):
@@ -89,6 +90,10 @@ class Tool(ABC):
         """Whether a call can change the workspace or the world (write a file, run a
         command): such a call starts only once its request is durable in the log."""
         return self.kind != "read"
+
+    def mcp_origin(self) -> tuple[str, str] | None:
+        """An MCP server's tool: the server's name and the tool's own name on it."""
+        return None
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema offered to the model."""

@@ -66,6 +66,8 @@ from agent.events.schema import (
     SessionHandoffData,
     SessionIdleData,
     SessionInfoData,
+    SessionMcpServersLoadedData,
+    SessionMcpServerStatusChangedData,
     SessionModeChangedData,
     SessionModelChangeData,
     SessionPlanChangedData,
@@ -274,6 +276,8 @@ class Transcript(TranscriptState):
                     self._new_id(), "info", message, subtype=event.type, timestamp=ts
                 )
                 changes = [self._add(notice)]
+            case SessionMcpServersLoadedData() | SessionMcpServerStatusChangedData() as d:
+                changes = self._info(event.type, d.wire(), ts)
             case UnknownData() as d if event.type in INFO_TYPES:
                 changes = self._info(event.type, d.raw, ts)
             case UnknownData() as d:

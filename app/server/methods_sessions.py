@@ -19,7 +19,7 @@ from agent.log.store import ForeignSession
 from agent.loop.compaction import settings_from
 from agent.tools.external import ExternalToolSpec
 from app.server.bridge import HostedSession, SdkSession, ToolChoice
-from app.server.params import check_id, optional_str, required_str
+from app.server.params import check_id, mcp_config, optional_str, required_str
 from app.server.rpc import INVALID_PARAMS, SERVER_ERROR, Connection, RpcError
 from app.server.runtime_base import RuntimeBase
 from app.server.user_input import user_input_asker
@@ -37,6 +37,7 @@ class SessionMethods(RuntimeBase):
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
         sandbox, env_filter = self._sandbox()
+        mcp = mcp_config(params)
         try:
             created = await SdkSession.create(
                 session_id=session_id,
@@ -58,6 +59,7 @@ class SessionMethods(RuntimeBase):
         _take_questions(hosted, params)
         _apply_system_message(created, params.get("systemMessage"))
         _apply_infinite_sessions(created, params.get("infiniteSessions"))
+        created.start_mcp(mcp)  # in the background: its events follow session.start
         self._attach(hosted, conn, params)
         hosted.replay_to(conn, created.backlog)  # session.start
         await hosted.hooks.session_start("new")
@@ -85,6 +87,7 @@ class SessionMethods(RuntimeBase):
         choice = _tool_choice(params)
         policy, extra_dirs = self._permissions(params)
         sandbox, env_filter = self._sandbox()
+        mcp = mcp_config(params)
         cwd = optional_str(params, "workingDirectory")
         try:
             resumed = await SdkSession.resume(
@@ -109,6 +112,7 @@ class SessionMethods(RuntimeBase):
         _take_questions(hosted, params)
         _apply_system_message(resumed, params.get("systemMessage"))
         _apply_infinite_sessions(resumed, params.get("infiniteSessions"))
+        resumed.start_mcp(mcp)
         self._attach(hosted, conn, params)
         # What resuming added to the log (repairs, interrupted calls, session.resume).
         backlog = resumed.backlog

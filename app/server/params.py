@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from agent.events.schema import Mode
+from agent.extensions.mcp.config import McpConfig, from_sdk
 from app.server.rpc import INVALID_PARAMS, RpcError
 
 _MODES: tuple[Mode, ...] = ("interactive", "autopilot", "plan")
@@ -44,3 +45,8 @@ def mode_of(value: Any) -> Mode:
         if value == mode:
             return mode
     raise RpcError(INVALID_PARAMS, f"mode must be one of {', '.join(_MODES)}, not {value!r}")
+
+
+def mcp_config(params: dict[str, Any]) -> McpConfig:
+    """The session's ``mcpServers`` (less ``disabledMcpServers``), as its app sent them."""
+    return from_sdk(params.get("mcpServers"), params.get("disabledMcpServers"))

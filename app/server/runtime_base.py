@@ -27,7 +27,7 @@ from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model, provider_settings
 from app.sandbox_setup import SandboxSetupError, sandbox_setup
 from app.server.bridge import HostedSession
-from app.server.params import optional_str, required_str
+from app.server.params import mcp_config, optional_str, required_str
 from app.server.rpc import INVALID_PARAMS, SERVER_ERROR, RpcError
 
 
@@ -124,6 +124,7 @@ class RuntimeBase:
                 allow_all=bool(getattr(flags, "allow_all_tools", False))
                 or bool(getattr(flags, "yolo", False)),
                 tools=[*rule_tool_names(), *own_tools],
+                servers=mcp_config(params).configured,
             )
         except RuleError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)) from exc

@@ -12,13 +12,17 @@ from agent.events.schema import (
     DATA_TYPES,
     ElicitationCompletedData,
     Event,
+    McpServerSummary,
     PermissionCompletedData,
     PermissionRequestedData,
     SessionCompactionCompleteData,
     SessionCompactionStartData,
     SessionInfoData,
+    SessionMcpServersLoadedData,
+    SessionMcpServerStatusChangedData,
     SessionShutdownData,
     ToolExecutionPartialResultData,
+    ToolExecutionStartData,
     event_from_dict,
 )
 from agent.log.store import SessionStore, read_events
@@ -133,6 +137,39 @@ async def test_every_emitted_event_parses_with_the_official_sdk(
         ),
         PermissionCompletedData(request_id="r1", result={"kind": "approved"}),
         ElicitationCompletedData(request_id="q1", action="cancel"),
+        SessionMcpServersLoadedData(
+            servers=[
+                McpServerSummary(name="time", status="pending", source="user", transport="stdio"),
+                McpServerSummary(name="web", status="failed", transport="http", error="refused"),
+            ]
+        ),
+        SessionMcpServerStatusChangedData(server_name="time", status="connected"),
+        ToolExecutionStartData(
+            tool_call_id="c1",
+            tool_name="time-get_current_time",
+            arguments={"timezone": "UTC"},
+            mcp_server_name="time",
+            mcp_tool_name="get_current_time",
+        ),
+        PermissionRequestedData(
+            request_id="r2",
+            permission_request={
+                "kind": "mcp",
+                "toolCallId": "c1",
+                "serverName": "time",
+                "toolName": "get_current_time",
+                "toolTitle": "time-get_current_time",
+                "args": {"timezone": "UTC"},
+                "readOnly": False,
+            },
+        ),
+        PermissionCompletedData(
+            request_id="r2",
+            result={
+                "kind": "approved-for-session",
+                "approval": {"kind": "mcp", "serverName": "time", "toolName": "get_current_time"},
+            },
+        ),
     ],
 )
 def test_types_not_reached_by_the_scripted_session_conform_too(data: Any) -> None:

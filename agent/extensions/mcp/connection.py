@@ -1,0 +1,270 @@
+"""One MCP server: started, listed, called and stopped through the official ``mcp`` SDK.
+
+The SDK's transports are async context managers whose cancel scopes must be left by
+the task that entered them, so each server lives in a task of its own
+(:meth:`McpConnection.start`); the loop's calls reach it through the SDK session,
+which any task may use. A server's stderr goes to a temporary file (never the
+screen), whose last lines explain a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agent.events.mcp import McpServerStatus
+from agent.extensions.mcp.config import McpServerConfig
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult, Tool
+
+STOP_TIMEOUT = 10.0  # seconds: the SDK closes stdin, waits, then kills the process tree
+_STDERR_TAIL = 600  # characters of a failed server's stderr quoted in its error
+
+
+class McpCallError(Exception):
+    """A call that did not get a result: the server is down, or too slow."""
+
+
+class McpConnection:
+    def __init__(
+        self,
+        config: McpServerConfig,
+        on_change: Callable[[McpConnection], None],
+    ) -> None:
+        self.config = config
+        self.status: McpServerStatus = "pending"
+        self.error: str | None = None
+        self.tools: list[Tool] = []  # those the config's allow-list offers
+        self._on_change = on_change  # status or tools changed
+        self._session: ClientSession | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._relisting: asyncio.Task[None] | None = None  # after tools/list_changed
+        # Lives as long as the server, closed by stop().
+        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"mcp server {self.name}")
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        report: Callable[[str], None] = lambda _line: None,
+    ) -> CallToolResult:
+        """The server's result; McpCallError when there is none to read. The server's
+        progress notifications are handed to ``report`` as lines."""
+        session = self._session
+        if session is None or self.status != "connected":
+            why = f": {self.error}" if self.error else ""
+            raise McpCallError(f"MCP server {self.name} is {self.status}{why}")
+        from mcp import MCPError
+
+        timeout = self.config.call_timeout
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            report(progress_line(progress, total, message))
+
+        try:
+            # The SDK's own deadline answers a slow server; ours, a stuck transport.
+            async with asyncio.timeout(timeout + 5):
+                result = await session.call_tool(
+                    tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
+                )
+            relisting = self._relisting
+            if relisting is not None and not relisting.done():
+                # The call changed the server's tools: the model's next call sees them.
+                await asyncio.shield(relisting)
+            return result
+        except TimeoutError:
+            raise McpCallError(
+                f"MCP server {self.name} did not answer within {timeout:g}s"
+            ) from None
+        except MCPError as exc:
+            message = str(exc)
+            if "timed out" in message.lower() or "timeout" in message.lower():
+                raise McpCallError(
+                    f"MCP server {self.name} did not answer within {timeout:g}s"
+                ) from None
+            if _connection_gone(message):
+                self._fail(f"connection lost: {message}{self._stderr_tail()}")
+                raise McpCallError(f"MCP server {self.name} stopped: {self.error}") from None
+            raise McpCallError(f"MCP server {self.name}: {message}") from None
+
+    async def stop(self) -> None:
+        """Stop the server (and its process); bounded by STOP_TIMEOUT."""
+        self._stop.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                async with asyncio.timeout(STOP_TIMEOUT):
+                    await asyncio.shield(task)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if self.status in ("connected", "pending"):
+            self._set("stopped")
+        self._stderr.close()
+
+    # --- the server's task -------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                await self._connect(stack)
+                await self._stop.wait()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # an ExceptionGroup from the SDK's task groups included
+            if not self._stop.is_set():
+                self._fail(_describe(exc, self.config) + self._stderr_tail())
+        finally:
+            self._session = None
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> None:
+        from mcp import ClientSession
+
+        streams = await stack.enter_async_context(self._transport())
+        read, write = streams[0], streams[1]
+        session = await stack.enter_async_context(
+            ClientSession(read, write, message_handler=self._on_message)
+        )
+        try:
+            async with asyncio.timeout(self.config.connect_timeout):
+                await session.initialize()
+                tools = await _all_tools(session)
+        except TimeoutError:
+            raise TimeoutError(
+                f"no answer within {self.config.connect_timeout:g}s of starting"
+            ) from None
+        self._session = session
+        self.tools = [t for t in tools if self.config.offers(t.name)]
+        self._set("connected")
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        config = self.config
+        if config.transport == "stdio":
+            from mcp import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=dict(config.env) or None,
+                cwd=config.cwd,
+            )
+            return stdio_client(params, errlog=self._stderr)
+        if config.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(config.url, headers=dict(config.headers) or None)
+        return _streamable_http(config)
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification) and self._session is not None:
+            # Listed in a task of its own: the handler runs in the SDK's receive loop.
+            self._relisting = asyncio.get_running_loop().create_task(self._relist())
+
+    async def _relist(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            async with asyncio.timeout(self.config.call_timeout):
+                tools = await _all_tools(session)
+        except Exception:  # the old list stays; the next call will tell if the server is gone
+            return
+        self.tools = [t for t in tools if self.config.offers(t.name)]
+        self._on_change(self)
+
+    # --- status ---------------------------------------------------------------------
+
+    def _set(self, status: McpServerStatus, error: str | None = None) -> None:
+        self.status = status
+        self.error = error
+        self._on_change(self)
+
+    def _fail(self, error: str) -> None:
+        self._session = None
+        self.tools = []
+        self._set("failed", error)
+
+    def _stderr_tail(self) -> str:
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0)
+            text = self._stderr.read().strip()
+        except (OSError, ValueError):
+            return ""
+        if not text:
+            return ""
+        if len(text) > _STDERR_TAIL:
+            text = "…" + text[-_STDERR_TAIL:]
+        return f" (stderr: {text})"
+
+
+def progress_line(done: float, total: float | None, message: str | None) -> str:
+    """``3/10 Reading files`` (or ``3``, ``3/10``, ``Reading files``)."""
+    amount = f"{done:g}/{total:g}" if total else f"{done:g}"
+    return f"{amount} {message}" if message else amount
+
+
+def _streamable_http(config: McpServerConfig) -> contextlib.AbstractAsyncContextManager[Any]:
+    @contextlib.asynccontextmanager
+    async def open_it() -> Any:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        headers = dict(config.headers) or None
+        async with (
+            create_mcp_http_client(headers=headers) as client,
+            streamable_http_client(config.url, http_client=client) as streams,
+        ):
+            yield streams
+
+    return open_it()
+
+
+async def _all_tools(session: ClientSession) -> list[Tool]:
+    from mcp.types import PaginatedRequestParams
+
+    result = await session.list_tools()
+    tools = list(result.tools)
+    while result.next_cursor:
+        result = await session.list_tools(params=PaginatedRequestParams(cursor=result.next_cursor))
+        tools.extend(result.tools)
+    return tools
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException, config: McpServerConfig) -> str:
+    exc = _leaf(exc)
+    if isinstance(exc, FileNotFoundError) and config.transport == "stdio":
+        return f"cannot start {config.command!r}: command not found"
+    if isinstance(exc, OSError) and config.transport == "stdio":
+        return f"cannot start {config.command!r}: {exc.strerror or exc}"
+    message = str(exc) or type(exc).__name__
+    if _connection_gone(message):
+        return "the server exited before it answered"
+    return message
+
+
+def _connection_gone(message: str) -> bool:
+    lowered = message.lower()
+    return "connection closed" in lowered or ("closed" in lowered and "connection" in lowered)
