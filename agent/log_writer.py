@@ -113,8 +113,10 @@ class SessionWriter:
     with nothing in flight it is delivered at once. ``sync`` is the fsync barrier.
 
     A failed write stops writing for good (``error``, ``on_failure``): the torn
-    bytes of the failed batch are cut back to its last whole line, and later events
-    are still delivered, never written.
+    bytes of the failed batch are cut back to its last whole line. The failed batch
+    and every later event are still delivered, never written, each marked
+    ``unsaved`` (ephemeral ones are never written anyway): nobody is shown an event
+    as recorded that is not in the log.
     """
 
     def __init__(self, path: Path) -> None:
@@ -132,6 +134,7 @@ class SessionWriter:
         # Sequence numbers of queued events: appended, written, known fsynced.
         self._seq = self._written = self._synced = 0
         self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._write_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._fsyncing: asyncio.Task[None] | None = None
         self._closing = False
         self._fd: int | None = None
@@ -174,6 +177,21 @@ class SessionWriter:
         if self.error is not None:
             raise self.error
 
+    async def written(self) -> None:
+        """Return once everything appended so far is written (not fsynced): the
+        loop's barrier before a model call or a tool, so it never runs ahead of a
+        log that can no longer be written.
+
+        Raises :class:`LogWriteError` if the log can no longer be written.
+        """
+        target = self._seq
+        if self.error is None and target > self._written:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._write_waiters.append((target, waiter))
+            await self._unless_stopped(waiter)
+        if self.error is not None:
+            raise self.error
+
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
@@ -187,6 +205,11 @@ class SessionWriter:
                     await self._write(data.encode("utf-8"))
                 self._written = upto
                 self._in_flight = False
+                if self.error is not None:
+                    for event, line in batch:
+                        if line is not None:
+                            event.unsaved = True
+                self._release_write_waiters()
                 try:
                     self.deliver([event for event, _ in batch])
                 except Exception:  # the writer must go on: drain and close wait for it
@@ -204,6 +227,17 @@ class SessionWriter:
                 self._idle.set()
                 if self._closing:
                     return
+
+    def _release_write_waiters(self) -> None:
+        waiting = []
+        for target, waiter in self._write_waiters:
+            if waiter.done():
+                continue
+            if target <= self._written or self.error is not None:
+                waiter.set_result(None)
+            else:
+                waiting.append((target, waiter))
+        self._write_waiters = waiting
 
     def _release_sync_waiters(self) -> None:
         waiting = []

@@ -293,6 +293,12 @@ class Session:
         if self._writer is not None:
             await self._writer.sync()
 
+    async def recorded(self) -> None:
+        """Wait until every event so far is written (not fsynced); see
+        :class:`agent.loop_host.LoopHost`. Raises :class:`LogWriteError`."""
+        if self._writer is not None:
+            await self._writer.written()
+
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
         fold_state(self, event)

@@ -138,6 +138,13 @@ class PromptRunner:
         self._steering = []
         if session._writer is not None:
             await session._writer.drain()
+            storage_error = session.halted
+            if storage_error is not None and outcome.error is None:
+                # The loop's last events failed to be written after it ended (or
+                # after an abort): the send ends with the storage error all the same.
+                outcome.error = storage_error
+                session.emit(storage_error)
+                await session._writer.drain()
         session._save_meta()
         # Idle is always the last event of a send, after the log is on disk.
         session.emit(SessionIdleData(aborted=True if outcome.aborted else None, mode=session.mode))
