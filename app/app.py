@@ -218,7 +218,7 @@ class LoopdeckApp(App[int]):
         self.status.note = ""
         self._refresh_status()
         if session.mode == "autopilot":  # the demo, --autopilot, a resumed autopilot session
-            self._before_autopilot(self._send_opening)
+            self._before_autopilot(self._send_opening, on_cancel="start interactive")
         else:
             self._send_opening(True)
 
@@ -409,7 +409,14 @@ class LoopdeckApp(App[int]):
             self.notify("The plan is waiting for your answer: 1, 2 or 3.", timeout=3)
             return
         if mode == "autopilot" and session.mode != "autopilot":
-            self._before_autopilot(lambda go: self._set_mode("autopilot") if go else None)
+            here = session.mode
+            self._before_autopilot(
+                lambda go: self._set_mode("autopilot") if go else None,
+                on_cancel="stay in plan" if here == "plan" else "stay interactive",
+                # From plan, Shift+Tab again goes on to interactive: the mode key alone
+                # leaves plan mode, with no level to choose.
+                skip_to="interactive" if here != "interactive" else None,
+            )
         else:
             self._set_mode(mode)
 
@@ -477,11 +484,16 @@ class LoopdeckApp(App[int]):
             if not allowed.done():
                 allowed.set_result(go)
 
-        self._before_autopilot(answered)
+        self._before_autopilot(answered, on_cancel="back to the plan")
         return await allowed
 
     def action_toggle_mode(self) -> None:
-        """Shift+Tab: interactive → plan → autopilot → interactive."""
+        """Shift+Tab: interactive → plan → autopilot → interactive (Copilot CLI's cycle).
+        On autopilot's permission question, it goes on past autopilot."""
+        screen = self.screen
+        if isinstance(screen, PermissionLevelScreen):
+            screen.action_skip()
+            return
         session = self.session
         if session is None:
             return
@@ -513,9 +525,16 @@ class LoopdeckApp(App[int]):
             self.session.set_mode(mode)
             self._refresh_status()
 
-    def _before_autopilot(self, then: Callable[[bool], None]) -> None:
+    def _before_autopilot(
+        self,
+        then: Callable[[bool], None],
+        *,
+        on_cancel: str,
+        skip_to: Mode | None = None,
+    ) -> None:
         """Ask once for autopilot's permission level if the rules would deny; ``then``
-        gets whether to go on (False: the user cancelled)."""
+        gets whether to go on (False: the user cancelled). ``on_cancel`` says where Esc
+        leaves the user; ``skip_to``: the mode Shift+Tab goes on to instead."""
         assert self.session is not None
         choice = self.session.permission_level
         denied = choice.denied()
@@ -524,13 +543,17 @@ class LoopdeckApp(App[int]):
             return
         request = choice.ask()
 
+        screen = PermissionLevelScreen(denied, on_cancel=on_cancel, skip_to=skip_to)
+
         def answered(level: Level | None) -> None:
             choice.answer(request, level)
             then(level is not None)
+            if screen.skipped and skip_to is not None:
+                self._set_mode(skip_to)
             self._refresh_status()
             self.prompt.focus()
 
-        self.push_screen(PermissionLevelScreen(denied), answered)
+        self.push_screen(screen, answered)
 
     def action_sessions(self) -> None:
         from app.session_browser import SessionBrowser
