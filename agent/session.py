@@ -406,6 +406,7 @@ class Session:
             extra_dirs=list(self.extra_dirs),
             report_progress=report_progress,
             sandbox=self.sandbox.confinement(self._mode) if self.sandbox else None,
+            hidden=self.sandbox.hidden() if self.sandbox else (),
             env_filter=self.env_filter,
             questions=self.questions,
             todos=self.todos,
