@@ -231,13 +231,13 @@ class TurnLoop:
 
     async def _turn(self) -> tuple[bool, bool]:
         host = self.host
-        # Let the UI and the log writer run between turns, even when the model and
-        # the tools answer without ever waiting.
-        await asyncio.sleep(0)
         # No model call after a failed write of the log: what came before this turn
         # is written first (not fsynced), so the loop never runs ahead of a failed
         # log by more than the turn it is in.
         await host.recorded()
+        # Let the UI and the log writer run between turns, even when the model and
+        # the tools answer without ever waiting.
+        await asyncio.sleep(0)
         turn_id = str(host.model_calls)
         model = host.model.name
         host.emit(AssistantTurnStartData(turn_id=turn_id, model=model))
