@@ -75,8 +75,11 @@ class PromptRunner:
     def halt(self) -> None:
         """The log cannot be written: stop the running loop now (it ends with the
         session's storage error, see :attr:`agent.session.Session.halted`)."""
-        if self._current is not None and not self._current.done():
-            self._current.cancel()
+        current = self._current
+        # A write that failed inside the loop itself (the turn barrier's) raises there:
+        # cancelling it too would end it twice, with the error said twice.
+        if current is not None and not current.done() and asyncio.current_task() is not current:
+            current.cancel()
 
     async def stop(self) -> None:
         """Abort what runs and wait until the runner has finished."""

@@ -268,3 +268,40 @@ def test_text_output_names_the_failed_write_and_the_unsaved_answer(
     assert out == "ANSWER-TEXT\n"
     assert "The answer above is not saved in the session log.\n" in err
     assert "ANSWER-TEXT" not in log.read_text("utf-8")
+
+
+class FakeInlineFullDisk:
+    """Fails (ENOSPC) every write made in the event loop's own thread: the turn
+    barrier's inline write of a small batch."""
+
+    def __init__(self) -> None:
+        self.real = agent.log_writer._write_all
+        self.failed = 0
+
+    def __call__(self, fd: int, data: bytes) -> int:
+        if threading.current_thread() is threading.main_thread():
+            self.failed += 1
+            raise agent.log_writer._PartialWrite(
+                0, OSError(errno.ENOSPC, "No space left on device")
+            )
+        return self.real(fd, data)
+
+
+async def test_a_write_failing_at_the_turn_barrier_stops_before_the_model_call(
+    tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore(loopdeck_home)
+    model = scripted([{"text": "never asked"}])
+    session, rec = await new_session(model, tmp_path, store=store)
+    disk = FakeInlineFullDisk()
+    monkeypatch.setattr(agent.log_writer, "_write_all", disk)
+    outcome = await session.send_and_wait("hello")
+    assert disk.failed == 1
+    assert outcome.error is not None and outcome.error.error_type == "storage"
+    assert model.calls == 0
+    types = rec.types()
+    assert types.count("session.error") == 1, types
+    assert types[-2:] == ["session.error", "session.idle"]
+    assert "assistant.turn_start" not in types
+    assert all(e.unsaved for e in rec.events if not e.ephemeral and e.type != "session.start")
+    await session.close()
