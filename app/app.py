@@ -215,7 +215,7 @@ class LoopdeckApp(App[int]):
         self.status.note = ""
         self._refresh_status()
         if session.mode == "autopilot":  # the demo, --autopilot, a resumed autopilot session
-            self.mode_switch.before_autopilot(self._send_opening)
+            self.mode_switch.before_autopilot(self._send_opening, on_cancel="start interactive")
         else:
             self._send_opening(True)
 

@@ -138,6 +138,15 @@ def _add_sandbox_flags(parser: argparse.ArgumentParser) -> None:
         help="let sandboxed commands open TCP connections (default: on in interactive "
         "mode, off in autopilot)",
     )
+    group.add_argument(
+        "--sandbox-hide",
+        action="append",
+        metavar="PATH",
+        default=None,
+        help="a path no command or tool may read, besides the default list (~/.ssh, "
+        "~/.aws, ~/.config/gh, ~/.netrc, ~/.docker/config.json, loopdeck's and Copilot's "
+        "folders) or config.toml's sandbox_hidden; repeatable",
+    )
 
 
 def _add_mcp_flags(parser: argparse.ArgumentParser) -> None:

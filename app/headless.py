@@ -3,6 +3,11 @@
 Text mode prints the final answer (in autopilot, the task_complete summary) on
 stdout and a line per tool call on stderr; json mode prints every event, one
 JSON object a line, ending with ``session.idle``.
+
+When the session log cannot be written (a full disk), both modes say so on stderr
+(the storage error, with the file and the system's error); in json the events that
+could not be saved carry ``"unsaved": true``, in text an answer that could not be
+saved is named on stderr.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from typing import Any, TextIO
 
 from agent.events import todos
 from agent.events.schema import (
+    AssistantMessageData,
     Event,
     SessionErrorData,
+    SessionTaskCompleteData,
     SessionWarningData,
     ToolExecutionCompleteData,
 )
@@ -44,9 +51,23 @@ class HeadlessPrinter:
         self.out = out
         self.err = err
         self.out_closed = False
+        # Whether the latest answer (a reply without tools, a task_complete summary)
+        # could not be saved in the log: what text mode prints may be unrecorded.
+        self.answer_unsaved = False
 
     def __call__(self, event: Event) -> None:
         self.transcript.apply(event)
+        match event.data:
+            case SessionTaskCompleteData():
+                self.answer_unsaved = event.unsaved
+            case AssistantMessageData(tool_requests=None):
+                self.answer_unsaved = event.unsaved
+            case SessionErrorData(error_type="storage", message=message):
+                # Said on stderr in every format: stdout may go to a file or a pipe.
+                self.err.write(f"error (storage): {message}\n{UNSAVED_NOTE[self.json]}\n")
+                self.err.flush()
+            case _:
+                pass
         if self.json:
             if self.out_closed:
                 return
@@ -67,7 +88,7 @@ class HeadlessPrinter:
                 detail = "" if ok else f" — {tool.error or ''}"
                 brief = _brief_args(tool.name, tool.arguments)
                 self.err.write(f"{mark} {tool.name}{brief}{detail}\n")
-            case SessionErrorData(error_type=kind, message=message):
+            case SessionErrorData(error_type=kind, message=message) if kind != "storage":
                 self.err.write(f"error ({kind}): {message}\n")
             case SessionWarningData(message=message):
                 self.err.write(f"warning: {message}\n")
@@ -78,6 +99,15 @@ class HeadlessPrinter:
         if outcome.task_complete and outcome.summary:
             return outcome.summary
         return self.transcript.final_text()
+
+
+UNSAVED_NOTE = {
+    False: "The session stopped: what came after the failed write is not in its log.",
+    True: (
+        "The session stopped: what came after the failed write is not in its log "
+        '(on stdout, those events carry "unsaved": true).'
+    ),
+}
 
 
 def this_run(backlog: list[Event], restored: int = 0) -> list[Event]:
@@ -156,6 +186,8 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         text = printer.final_text(outcome)
         if text:
             sys.stdout.write(text.rstrip("\n") + "\n")
+            if printer.answer_unsaved:
+                sys.stderr.write("The answer above is not saved in the session log.\n")
     if outcome.stopped_at_cap:
         sys.stderr.write(cap_explanation(session) + "\n")
     sys.stderr.write(f"Resume this session with: loopdeck --resume {session.id[:8]}\n")

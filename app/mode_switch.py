@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from agent.session.session import Session
 
-# Shift+Tab: interactive → plan → autopilot → interactive.
+# Shift+Tab: interactive → plan → autopilot → interactive (on autopilot's permission
+# question from plan, Shift+Tab again goes on to interactive).
 _FOLLOWING: dict[str, Mode] = {"interactive": "plan", "plan": "autopilot"}
 
 
@@ -43,6 +44,9 @@ class ModeHost(Protocol):
         self, screen: Screen[Level | None], callback: Callable[[Level | None], None]
     ) -> object: ...
 
+    @property
+    def screen(self) -> Screen[object]: ...
+
     def refresh_status(self) -> None: ...
 
 
@@ -60,12 +64,24 @@ class ModeSwitch:
             self.host.notify("The plan is waiting for your answer: 1, 2 or 3.", timeout=3)
             return
         if mode == "autopilot" and session.mode != "autopilot":
-            self.before_autopilot(lambda go: self._set("autopilot") if go else None)
+            here = session.mode
+            self.before_autopilot(
+                lambda go: self._set("autopilot") if go else None,
+                on_cancel="stay in plan" if here == "plan" else "stay interactive",
+                # From plan, Shift+Tab again goes on to interactive: the mode key alone
+                # leaves plan mode, with no level to choose.
+                skip_to="interactive" if here != "interactive" else None,
+            )
         else:
             self._set(mode)
 
     def cycle(self) -> None:
-        """Shift+Tab: interactive → plan → autopilot → interactive."""
+        """Shift+Tab: interactive → plan → autopilot → interactive (Copilot CLI's cycle).
+        On autopilot's permission question, it goes on past autopilot."""
+        screen = self.host.screen
+        if isinstance(screen, PermissionLevelScreen):
+            screen.action_skip()
+            return
         session = self.host.session
         if session is not None:
             self.set(_FOLLOWING.get(session.mode, "interactive"))
@@ -84,12 +100,19 @@ class ModeSwitch:
             if not allowed.done():
                 allowed.set_result(go)
 
-        self.before_autopilot(answered)
+        self.before_autopilot(answered, on_cancel="back to the plan")
         return await allowed
 
-    def before_autopilot(self, then: Callable[[bool], None]) -> None:
+    def before_autopilot(
+        self,
+        then: Callable[[bool], None],
+        *,
+        on_cancel: str,
+        skip_to: Mode | None = None,
+    ) -> None:
         """Ask once for autopilot's permission level if the rules would deny; ``then``
-        gets whether to go on (False: the user cancelled)."""
+        gets whether to go on (False: the user cancelled). ``on_cancel`` says where Esc
+        leaves the user; ``skip_to``: the mode Shift+Tab goes on to instead."""
         session = self.host.session
         assert session is not None
         choice = session.permission_level
@@ -98,14 +121,17 @@ class ModeSwitch:
             then(True)
             return
         request = choice.ask()
+        screen = PermissionLevelScreen(denied, on_cancel=on_cancel, skip_to=skip_to)
 
         def answered(level: Level | None) -> None:
             choice.answer(request, level)
             then(level is not None)
+            if screen.skipped and skip_to is not None:
+                self._set(skip_to)
             self.host.refresh_status()
             self.host.prompt.focus()
 
-        self.host.push_screen(PermissionLevelScreen(denied), answered)
+        self.host.push_screen(screen, answered)
 
     def _set(self, mode: Mode) -> None:
         session = self.host.session

@@ -2,7 +2,9 @@
 
 Precedence: ``--sandbox`` over ``--yolo`` (which means off) over config.toml's
 ``sandbox`` over the default, ``workspace-write``. Network: ``--sandbox-network``
-over ``sandbox_network`` over "on in interactive mode, off in autopilot".
+over ``sandbox_network`` over "on in interactive mode, off in autopilot". Hidden
+paths: config.toml's ``sandbox_hidden`` in place of the default list, plus each
+``--sandbox-hide``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import cast
 
 from agent.models.select import ConfigError, ConfigValues, read_config, user_config_dir
-from agent.sandbox.policy import Sandbox, SandboxMode, SandboxSettings
+from agent.sandbox.policy import Sandbox, SandboxMode, SandboxSettings, default_hidden
 from agent.sandbox.secrets import EnvFilter
 
 
@@ -40,7 +42,11 @@ def sandbox_settings(args: argparse.Namespace | None, config: ConfigValues) -> S
     network = {"on": True, "off": False}.get(network_flag) if network_flag else None
     if network is None:
         network = config.sandbox_network
-    return SandboxSettings(mode=cast(SandboxMode, mode), network=network)
+    hidden = config.sandbox_hidden
+    more = getattr(args, "sandbox_hide", None) or []
+    if more:
+        hidden = (*(default_hidden() if hidden is None else hidden), *more)
+    return SandboxSettings(mode=cast(SandboxMode, mode), network=network, hidden=hidden)
 
 
 def sandbox_setup(args: argparse.Namespace | None) -> tuple[Sandbox, EnvFilter]:

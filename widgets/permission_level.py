@@ -1,9 +1,12 @@
 """The question asked once before autopilot: what may it do in this session?
 
 A modal list of the levels (agent.permissions.level): 1 / 2 / 3 or the arrows and
-Enter choose, Esc cancels the switch. It dismisses with the level, or None. Like the
-permission prompt it takes no choice for a moment after it is drawn: an Enter meant
-for the prompt must not allow every tool.
+Enter choose, Esc cancels the switch (its label says where that leaves you). It
+dismisses with the level, or None. Asked on the way from plan mode, Shift+Tab goes on
+past autopilot to interactive mode (:meth:`PermissionLevelScreen.action_skip`), so
+the mode key alone leaves plan mode. Like the permission prompt it takes no choice
+for a moment after it is drawn: an Enter meant for the prompt must not allow every
+tool.
 """
 
 from __future__ import annotations
@@ -32,10 +35,20 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
         ),
     ]
 
-    def __init__(self, denied: list[str]) -> None:
+    def __init__(
+        self,
+        denied: list[str],
+        *,
+        on_cancel: str = "stay interactive",
+        skip_to: str | None = None,
+    ) -> None:
         super().__init__(id="permission-level")
         self.denied = denied  # the kinds of call the rules would deny in autopilot
         self.arming = Arming()  # until armed, no choice counts
+        self.on_cancel = on_cancel  # where Esc leaves the user, as its label says
+        # The mode Shift+Tab goes on to instead of autopilot (None: not offered).
+        self.skip_to = skip_to
+        self.skipped = False
 
     def compose(self) -> ComposeResult:
         what = " and ".join(_KIND_WORDS.get(kind, kind) for kind in self.denied)
@@ -48,7 +61,10 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
             yield OptionList(
                 *(Option(_option(n, o), id=o.level) for n, o in enumerate(OPTIONS, start=1))
             )
-            yield Static("1/2/3 or ↑↓ Enter choose · Esc cancel (stay interactive)", classes="dim")
+            skip = f"Shift+Tab {self.skip_to} · " if self.skip_to else ""
+            yield Static(
+                f"1/2/3 or ↑↓ Enter choose · {skip}Esc cancel ({self.on_cancel})", classes="dim"
+            )
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
@@ -64,6 +80,14 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def action_skip(self) -> None:
+        """Shift+Tab (the app's mode key): no autopilot, on to :attr:`skip_to`. Not
+        guarded by the arming: it grants nothing, and a quick double Shift+Tab means
+        to pass autopilot by."""
+        if self.skip_to is not None:
+            self.skipped = True
+            self.dismiss(None)
 
 
 def _option(number: int, option: LevelOption) -> Table:

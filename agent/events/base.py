@@ -109,6 +109,9 @@ class Event(BaseModel):
     ephemeral: bool = False
     # Set on the events of a sub-agent: the id of the run (its tool call's id).
     agent_id: str | None = None
+    # Set on an event that belongs in the log but was not written there: the log
+    # failed at or before it (agent.log_writer). Shown on the wire as ``"unsaved": true``.
+    unsaved: bool = False
 
     @classmethod
     def new(cls, data: EventData, parent_id: str | None) -> Event:
@@ -134,6 +137,8 @@ class Event(BaseModel):
             out["ephemeral"] = True
         if self.agent_id is not None:
             out["agentId"] = self.agent_id
+        if self.unsaved:
+            out["unsaved"] = True
         return out
 
     def to_json(self) -> str:

@@ -88,6 +88,9 @@ def _keep_fragment(path: Path, fragment: bytes) -> Path:
 
 Deliver = Callable[[list["Event"]], None]
 
+# The largest batch :meth:`SessionWriter.written` writes in the caller's thread.
+INLINE_WRITE_MAX = 64 * 1024
+
 
 class LogWriteError(Exception):
     """A write to the log failed (a full disk, a read-only or vanished filesystem).
@@ -113,8 +116,10 @@ class SessionWriter:
     with nothing in flight it is delivered at once. ``sync`` is the fsync barrier.
 
     A failed write stops writing for good (``error``, ``on_failure``): the torn
-    bytes of the failed batch are cut back to its last whole line, and later events
-    are still delivered, never written.
+    bytes of the failed batch are cut back to its last whole line. The failed batch
+    and every later event are still delivered, never written, each marked
+    ``unsaved`` (ephemeral ones are never written anyway): nobody is shown an event
+    as recorded that is not in the log.
     """
 
     def __init__(self, path: Path) -> None:
@@ -132,6 +137,7 @@ class SessionWriter:
         # Sequence numbers of queued events: appended, written, known fsynced.
         self._seq = self._written = self._synced = 0
         self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._write_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._fsyncing: asyncio.Task[None] | None = None
         self._closing = False
         self._fd: int | None = None
@@ -174,6 +180,58 @@ class SessionWriter:
         if self.error is not None:
             raise self.error
 
+    async def written(self) -> None:
+        """Return once everything appended so far is written (not fsynced): the
+        loop's barrier before each turn, so it never runs ahead of a log that can
+        no longer be written.
+
+        A small batch with no write in flight is written here and now, in the
+        caller's thread: a write to the page cache costs microseconds, a round trip
+        through the writer's thread (at each turn) far more. A larger one, or one
+        behind a write in flight, is waited for.
+
+        Raises :class:`LogWriteError` if the log can no longer be written.
+        """
+        target = self._seq
+        if (
+            self.error is None
+            and self._queue
+            and not self._in_flight
+            and self._fd is not None
+            and sum(len(line) for _, line in self._queue if line) <= INLINE_WRITE_MAX
+        ):
+            batch, self._queue = self._queue, []
+            upto = self._seq
+            data = "".join(line for _, line in batch if line is not None).encode("utf-8")
+            if data:
+                try:
+                    _write_all(self._fd, data)
+                except _PartialWrite as partial:
+                    self._fail(partial.cause, data[: partial.written])
+                else:
+                    self._dirty = True
+            self._batch_done(batch, upto)
+            self._wake.set()  # the writer task fsyncs it if a turn end asked for that
+        if self.error is None and target > self._written:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._write_waiters.append((target, waiter))
+            await self._unless_stopped(waiter)
+        if self.error is not None:
+            raise self.error
+
+    def _batch_done(self, batch: list[tuple[Event, str | None]], upto: int) -> None:
+        """A batch was written (or failed, or came after a failure): deliver it."""
+        self._written = upto
+        if self.error is not None:
+            for event, line in batch:
+                if line is not None:
+                    event.unsaved = True
+        self._release_write_waiters()
+        try:
+            self.deliver([event for event, _ in batch])
+        except Exception:  # the writer must go on: drain and close wait for it
+            log.exception("delivering events failed")
+
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
@@ -185,12 +243,8 @@ class SessionWriter:
                 data = "".join(line for _, line in batch if line is not None)
                 if data and self.error is None:
                     await self._write(data.encode("utf-8"))
-                self._written = upto
                 self._in_flight = False
-                try:
-                    self.deliver([event for event, _ in batch])
-                except Exception:  # the writer must go on: drain and close wait for it
-                    log.exception("delivering events failed")
+                self._batch_done(batch, upto)
             if (self._sync_wanted or self._sync_waiters) and self._fsyncing is None:
                 self._sync_wanted = False
                 if self._dirty and self.error is None:
@@ -204,6 +258,17 @@ class SessionWriter:
                 self._idle.set()
                 if self._closing:
                     return
+
+    def _release_write_waiters(self) -> None:
+        waiting = []
+        for target, waiter in self._write_waiters:
+            if waiter.done():
+                continue
+            if target <= self._written or self.error is not None:
+                waiter.set_result(None)
+            else:
+                waiting.append((target, waiter))
+        self._write_waiters = waiting
 
     def _release_sync_waiters(self) -> None:
         waiting = []

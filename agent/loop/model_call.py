@@ -93,6 +93,7 @@ class ModelCall:
                     )
                 )
                 await asyncio.sleep(delay)
+                await host.recorded()  # no call after a failed write (see TurnLoop._turn)
 
     def _note_cut(self, turn_id: str, attempt: int) -> None:
         """Record what a failed attempt streamed: the timeline keeps it, marked cut."""

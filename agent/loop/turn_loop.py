@@ -137,7 +137,7 @@ class TurnLoop:
                         )
                     )
                 break
-        except (_TurnAborted, asyncio.CancelledError):
+        except (_TurnAborted, asyncio.CancelledError, LogWriteError):
             if host.halted is not None:
                 self._fail(host.halted)  # the log failed: an error, not a user's abort
             else:
@@ -231,6 +231,10 @@ class TurnLoop:
 
     async def _turn(self) -> tuple[bool, bool]:
         host = self.host
+        # No model call after a failed write of the log: what came before this turn
+        # is written first (not fsynced), so the loop never runs ahead of a failed
+        # log by more than the turn it is in.
+        await host.recorded()
         # Let the UI and the log writer run between turns, even when the model and
         # the tools answer without ever waiting.
         await asyncio.sleep(0)

@@ -146,6 +146,9 @@ class ConfigValues:
     # The shell's sandbox ("read-only" | "workspace-write" | "off") and its network.
     sandbox: str | None = None
     sandbox_network: bool | None = None
+    # Paths no command and no tool may read (None: the default list, see
+    # agent.sandbox.policy.default_hidden).
+    sandbox_hidden: tuple[str, ...] | None = None
     # [shell_env]: glob patterns of variable names passed to / kept from commands.
     shell_env_include: tuple[str, ...] = ()
     shell_env_exclude: tuple[str, ...] = ()
@@ -194,6 +197,7 @@ def read_config_file(path: Path) -> ConfigValues:
         retry_base_delay=_optional_number(data, "retry_base_delay", path, positive=False),
         sandbox=_optional_choice(data, "sandbox", SANDBOX_CHOICES, path),
         sandbox_network=_optional_bool(data, "sandbox_network", path),
+        sandbox_hidden=_optional_paths(data, "sandbox_hidden", path),
         shell_env_include=_shell_env(data, "include", path),
         shell_env_exclude=_shell_env(data, "exclude", path),
         context_window=_optional_count(data, "context_window", path) or None,
@@ -253,6 +257,18 @@ def _optional_bool(data: Mapping[str, object], key: str, path: Path) -> bool | N
     if not isinstance(value, bool):
         raise ConfigError(f'Config file {path}: "{key}" must be true or false, like {key} = false')
     return value
+
+
+def _optional_paths(data: Mapping[str, object], key: str, path: Path) -> tuple[str, ...] | None:
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(
+            f'Config file {path}: "{key}" must be a list of paths, like '
+            f'{key} = ["~/.ssh", "~/.aws"] (an empty list hides nothing)'
+        )
+    return tuple(v.strip() for v in value)
 
 
 def _shell_env(data: Mapping[str, object], key: str, path: Path) -> tuple[str, ...]:

@@ -127,13 +127,20 @@ def fs_rights(abi: int) -> int:
     return rights
 
 
-def restrict(mode: str, writable: Sequence[str], network: bool, abi: int | None = None) -> None:
+def restrict(
+    mode: str,
+    writable: Sequence[str],
+    network: bool,
+    abi: int | None = None,
+    hidden: Sequence[str] = (),
+) -> None:
     """Confine this process (and what it execs) to ``mode``; irreversible.
 
-    Every path may be read and executed; only ``writable`` (and the device files a
-    shell needs) may be written, and nothing in ``read-only``. Without ``network``
-    TCP bind and connect are refused (ABI 4+), as is reaching abstract Unix sockets
-    outside the sandbox (ABI 6+). Missing paths are skipped.
+    Every path may be read and executed but the files beneath ``hidden`` (see
+    :func:`read_roots`); only ``writable`` (and the device files a shell needs) may
+    be written, and nothing in ``read-only``. Without ``network`` TCP bind and
+    connect are refused (ABI 4+), as is reaching abstract Unix sockets outside the
+    sandbox (ABI 6+). Missing paths are skipped.
     """
     if mode not in MODES:
         raise ValueError(f"unknown sandbox mode {mode!r}")
@@ -149,7 +156,14 @@ def restrict(mode: str, writable: Sequence[str], network: bool, abi: int | None 
         size = 24
     ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
     try:
-        _allow(ruleset, "/", READ)
+        if hidden:
+            # Every directory may be listed; files may be read and run only beneath
+            # the roots that leave the hidden paths out.
+            _allow(ruleset, "/", READ_DIR)
+            for root in read_roots(hidden):
+                _allow(ruleset, root, READ)
+        else:
+            _allow(ruleset, "/", READ)
         for device in DEVICE_FILES:
             _allow(ruleset, device, (READ_FILE | WRITE_FILE | TRUNCATE) & handled)
         for directory in DEVICE_DIRS:
@@ -164,6 +178,46 @@ def restrict(mode: str, writable: Sequence[str], network: bool, abi: int | None 
         _syscall(_SYS_RESTRICT_SELF, ruleset, 0)
     finally:
         os.close(ruleset)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def read_roots(hidden: Sequence[str]) -> list[str]:
+    """Where reading may be granted so that no file beneath a ``hidden`` path can be
+    read. Landlock grants and never denies, and a right on a directory holds for
+    everything beneath it; so "/" is split around each hidden path: on the way down
+    to it, each sibling of each component is a root, the hidden path and the
+    directories above it are not. A hidden path that does not exist yet is left out
+    by its name, so it stays hidden if it appears later. A symlink that leads into a
+    hidden path, or above one, is left out too (granting it would grant its target).
+    """
+    targets = {os.path.realpath(h) for h in hidden}
+    targets.discard("/")  # hiding everything is not a sandbox mode
+    if not targets:
+        return ["/"]
+    roots: list[str] = []
+
+    def split(directory: str) -> None:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return  # unreadable here: nothing beneath it is granted
+        for name in names:
+            child = os.path.join(directory, name)
+            if child in targets:
+                continue
+            if any(_within(target, child) for target in targets):
+                split(child)
+                continue
+            real = os.path.realpath(child)
+            if any(_within(real, t) or _within(t, real) for t in targets):
+                continue
+            roots.append(child)
+
+    split("/")
+    return roots
 
 
 def _allow(ruleset: int, path: str, rights: int) -> None:
@@ -181,43 +235,49 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def wrapper_args(mode: str, writable: Sequence[str], network: bool) -> list[str]:
+def wrapper_args(
+    mode: str, writable: Sequence[str], network: bool, hidden: Sequence[str] = ()
+) -> list[str]:
     """The wrapper's own arguments; the command follows after ``--``."""
     args = ["--mode", mode]
     for path in writable:
         args += ["--write", path]
+    for path in hidden:
+        args += ["--hide", path]
     if not network:
         args.append("--no-network")
     return args
 
 
-def _parse(argv: list[str]) -> tuple[str, list[str], bool, list[str]]:
-    mode, writable, network = "", [], True
+def _parse(argv: list[str]) -> tuple[str, list[str], bool, list[str], list[str]]:
+    mode, writable, hidden, network = "", [], [], True
     i = 0
     while i < len(argv) and argv[i] != "--":
         flag = argv[i]
         if flag == "--no-network":
             network = False
             i += 1
-        elif flag in ("--mode", "--write") and i + 1 < len(argv):
+        elif flag in ("--mode", "--write", "--hide") and i + 1 < len(argv):
             if flag == "--mode":
                 mode = argv[i + 1]
-            else:
+            elif flag == "--write":
                 writable.append(argv[i + 1])
+            else:
+                hidden.append(argv[i + 1])
             i += 2
         else:
             raise ValueError(f"unknown argument {flag!r}")
     command = argv[i + 1 :]
     if not command:
         raise ValueError("no command after --")
-    return mode, writable, network, command
+    return mode, writable, network, command, hidden
 
 
 def main(argv: list[str]) -> int:
     """Restrict, then exec the command; on any failure refuse to run it (exit 126)."""
     try:
-        mode, writable, network, command = _parse(argv)
-        restrict(mode, writable, network)
+        mode, writable, network, command, hidden = _parse(argv)
+        restrict(mode, writable, network, hidden=hidden)
         os.execv(command[0], command)
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"loopdeck sandbox: the command was not run: {exc}\n")

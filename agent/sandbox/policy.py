@@ -5,16 +5,23 @@ write only in the workspace, the ``--add-dir`` directories and a private temp
 directory), ``read-only`` (write nowhere), ``off``. Plan mode always runs commands
 read-only. Network: on in interactive mode, off in autopilot unless the setting
 says otherwise (see README, "What is enforced, and by whom").
+
+Hidden paths (:func:`default_hidden`, configurable): credential stores and the
+config and state of loopdeck and Copilot. No command may read a file beneath them,
+where Landlock can say so (see :func:`agent.sandbox.landlock.read_roots`); the file
+tools refuse them always (:mod:`agent.tools.paths`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -38,6 +45,31 @@ class SandboxSettings:
     mode: SandboxMode = "workspace-write"
     # None: on in interactive mode (someone approves each command), off in autopilot.
     network: bool | None = None
+    # Paths no command may read (``~`` allowed); None: :func:`default_hidden`.
+    hidden: tuple[str, ...] | None = None
+
+
+def default_hidden(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The paths hidden by default: credential stores, and the config and state of
+    loopdeck and Copilot (where they hold tokens and every session's log)."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    config = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
+    loopdeck_home = env.get("LOOPDECK_HOME")
+    copilot_home = env.get("COPILOT_HOME")
+    paths = [
+        home / ".ssh",
+        home / ".aws",
+        config / "gh",
+        home / ".netrc",
+        home / ".docker" / "config.json",
+        Path(loopdeck_home) if loopdeck_home else home / ".loopdeck",
+        config / "loopdeck",
+        Path(copilot_home) if copilot_home else home / ".copilot",
+        config / "github-copilot",
+    ]
+    return tuple(str(p) for p in paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +103,17 @@ class Confinement:
     writable: tuple[Path, ...]
     network: bool
     tmpdir: Path | None
+    hidden: tuple[Path, ...] = ()
 
     def wrap(self, argv: list[str]) -> list[str]:
         # -I -S: no user site, no PYTHON* variables, no site-packages; the wrapper
         # needs only the standard library and starts in a few milliseconds.
-        args = landlock.wrapper_args(self.mode, [str(p) for p in self.writable], self.network)
+        args = landlock.wrapper_args(
+            self.mode,
+            [str(p) for p in self.writable],
+            self.network,
+            [str(p) for p in self.hidden],
+        )
         return [sys.executable, "-I", "-S", landlock.__file__, *args, "--", *argv]
 
     def env(self) -> dict[str, str]:
@@ -122,6 +160,7 @@ class Sandbox:
             else (probe() if settings.mode != "off" else Support(0, ""))
         )
         self._tmpdir: Path | None = None
+        self._hidden: tuple[tuple[Path, ...], tuple[Path, ...]] | None = None
 
     @property
     def mode(self) -> SandboxMode:
@@ -135,6 +174,25 @@ class Sandbox:
     def unavailable(self) -> bool:
         """Asked for, but the kernel cannot: commands fall back to the rules alone."""
         return self.mode != "off" and not self.support.available
+
+    def hidden(self) -> tuple[Path, ...]:
+        """The hidden paths, resolved; not one that holds the workspace or an added
+        directory (that would hide the work itself)."""
+        roots = (self.cwd, *self.add_dirs)
+        if self._hidden is not None and self._hidden[0] == roots:
+            return self._hidden[1]  # asked for every tool call: resolved once
+        asked = self.settings.hidden if self.settings.hidden is not None else default_hidden()
+        out: list[Path] = []
+        for text in asked:
+            try:
+                path = Path(text).expanduser().resolve()
+            except (OSError, RuntimeError, ValueError):
+                continue
+            if path != Path("/") and not any(r.is_relative_to(path) for r in roots):
+                out.append(path)
+        hidden = tuple(dict.fromkeys(out))
+        self._hidden = (roots, hidden)
+        return hidden
 
     def network_for(self, agent_mode: str) -> bool:
         if self.settings.network is not None:
@@ -160,6 +218,7 @@ class Sandbox:
             writable if mode == "workspace-write" else (),
             self.network_for(agent_mode),
             tmpdir,
+            self.hidden(),
         )
 
     def tmpdir(self) -> Path:
@@ -217,10 +276,18 @@ class Sandbox:
             if self.network_for(agent_mode)
             else "Network access is off: TCP connections are refused."
         )
+        hidden = self.hidden()
+        hide = (
+            " These paths are hidden: no command and no tool may read them: "
+            + ", ".join(str(p) for p in hidden)
+            + "."
+            if hidden
+            else ""
+        )
         return head + (
-            f"Shell commands run in an OS sandbox ({mode}): {what}. {net} A refused "
-            'write fails with "Permission denied". Do not try to get around the sandbox '
-            "(other paths, copies, symlinks); if a task needs more, say so and the user "
-            "can allow it. API keys and other secrets are removed from the shell's "
+            f"Shell commands run in an OS sandbox ({mode}): {what}. {net}{hide} A refused "
+            'write or read fails with "Permission denied". Do not try to get around the '
+            "sandbox (other paths, copies, symlinks); if a task needs more, say so and the "
+            "user can allow it. API keys and other secrets are removed from the shell's "
             "environment."
         )

@@ -75,8 +75,11 @@ class PromptRunner:
     def halt(self) -> None:
         """The log cannot be written: stop the running loop now (it ends with the
         session's storage error, see :attr:`agent.session.session.Session.halted`)."""
-        if self._current is not None and not self._current.done():
-            self._current.cancel()
+        current = self._current
+        # A write that failed inside the loop itself (the turn barrier's) raises there:
+        # cancelling it too would end it twice, with the error said twice.
+        if current is not None and not current.done() and asyncio.current_task() is not current:
+            current.cancel()
 
     async def stop(self) -> None:
         """Abort what runs and wait until the runner has finished."""
@@ -138,6 +141,13 @@ class PromptRunner:
         self._steering = []
         if session._writer is not None:
             await session._writer.drain()
+            storage_error = session.halted
+            if storage_error is not None and outcome.error is None:
+                # The loop's last events failed to be written after it ended (or
+                # after an abort): the send ends with the storage error all the same.
+                outcome.error = storage_error
+                session.emit(storage_error)
+                await session._writer.drain()
         session._save_meta()
         # Idle is always the last event of a send, after the log is on disk.
         session.emit(SessionIdleData(aborted=True if outcome.aborted else None, mode=session.mode))

@@ -303,6 +303,12 @@ class Session:
         if self._writer is not None:
             await self._writer.sync()
 
+    async def recorded(self) -> None:
+        """Wait until every event so far is written (not fsynced); see
+        :class:`agent.loop_host.LoopHost`. Raises :class:`LogWriteError`."""
+        if self._writer is not None:
+            await self._writer.written()
+
     def _fold(self, event: Event) -> None:
         self.history.apply(event)
         fold_state(self, event)
@@ -404,6 +410,7 @@ class Session:
             extra_dirs=list(self.extra_dirs),
             report_progress=report_progress,
             sandbox=self.sandbox.confinement(self._mode) if self.sandbox else None,
+            hidden=self.sandbox.hidden() if self.sandbox else (),
             env_filter=self.env_filter,
             questions=self.questions,
             todos=self.todos,

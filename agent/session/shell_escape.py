@@ -2,9 +2,11 @@
 
 Recorded as Copilot CLI records it: ``tool.user_requested`` (tool ``local_shell``,
 arguments ``{command, description}``) then ``tool.execution_complete`` with
-``isUserRequested: true``. It goes through the bash tool, so the same permission
-rules and sandbox apply; its output joins the model's next turn (see
-:mod:`agent.loop.history`).
+``isUserRequested: true``. It runs at once, through the bash tool: the user typed it,
+so the permission rules (written for the model's calls) are not asked and no
+permission is requested, as in Copilot CLI; the sandbox still confines it, and a
+mode without the shell (plan mode) still refuses it. Its output joins the model's
+next turn (see :mod:`agent.loop.history`).
 """
 
 from __future__ import annotations
@@ -90,10 +92,8 @@ async def _run(session: SessionInternals, request: ToolRequest) -> ToolResult:
         return ToolResult.failure(
             f"Shell commands cannot run in {session.mode} mode; switch mode (Shift+Tab) first."
         )
-    denial = await session.authorize(request)
-    if denial is not None:
-        return denial
-    # Like the model's bash calls: the request is durable before the command runs.
+    # No permission gate: the rules say what the model may do, and this is the user's
+    # own command. Like the model's bash calls, the request is durable before it runs.
     await session.persist()
 
     def progress(line: str) -> None:

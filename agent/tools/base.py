@@ -50,6 +50,8 @@ class ToolContext:
     tool_call_id: str = ""
     # How shell commands are confined (None: unconfined) and which variables they inherit.
     sandbox: Confinement | None = None
+    # Paths no tool may read or write, resolved (the sandbox's hidden paths).
+    hidden: tuple[Path, ...] = ()
     env_filter: EnvFilter = field(default_factory=EnvFilter)
     # The session's questions to the user and its todo list (ask_user, update_todos).
     questions: QuestionAsker | None = None

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from agent.tools.beneath import WorkspacePath, locate, opened, walk_beneath
-from agent.tools.paths import SKIP_DIRS, display_path
+from agent.tools.paths import SKIP_DIRS, display_path, without_hidden
 
 MAX_FILES = 500
 _MAGIC = frozenset("*?[{")
@@ -52,7 +52,7 @@ class GlobTool(Tool):
         else:
             root_arg = os.path.join(args.path or ".", base)
         where = locate(ctx, root_arg)
-        found = await asyncio.to_thread(_walk_matches, where, root_arg, rest)
+        found = await asyncio.to_thread(_walk_matches, where, root_arg, rest, ctx)
         if not found:
             hint = ""
             if "/" not in pattern and "**" not in pattern:
@@ -83,7 +83,7 @@ def _split_literal_prefix(pattern: str) -> tuple[str, str]:
     return base or ".", "/".join(parts[len(literal) :])
 
 
-def _walk_matches(where: WorkspacePath, asked: str, rest: str) -> list[Path]:
+def _walk_matches(where: WorkspacePath, asked: str, rest: str, ctx: ToolContext) -> list[Path]:
     regex = glob_to_regex(rest)
     # Without '**' a pattern cannot reach deeper than its own number of segments.
     max_depth = None if "**" in rest else rest.count("/")
@@ -95,6 +95,10 @@ def _walk_matches(where: WorkspacePath, asked: str, rest: str) -> list[Path]:
         for rel_dir, dirnames, filenames, _ in walk_beneath(top):
             prefix = "" if rel_dir == "." else rel_dir + "/"
             depth = 0 if rel_dir == "." else rel_dir.count("/") + 1
+            if ctx.hidden:  # never listed, never entered
+                here = Path(os.path.normpath(root / rel_dir))
+                dirnames[:] = without_hidden(ctx, here, dirnames)
+                filenames = without_hidden(ctx, here, filenames)
             if max_depth is not None and depth >= max_depth:
                 dirnames.clear()
             else:

@@ -14,6 +14,7 @@ import re
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -30,7 +31,7 @@ from agent.tools.beneath import (
     walk_beneath,
 )
 from agent.tools.glob import glob_to_regex
-from agent.tools.paths import SKIP_DIRS, display_path
+from agent.tools.paths import SKIP_DIRS, display_path, hidden_beneath, without_hidden
 from agent.tools.piped import run_piped
 
 MAX_MATCHES = 200
@@ -86,7 +87,8 @@ class GrepTool(Tool):
         where = locate(ctx, shown_path)
         is_file = await asyncio.to_thread(_root_is_file, where, shown_path)
         rg = self.ripgrep()
-        if rg is not None:
+        # ripgrep would read what is hidden beneath the root: the walk below skips it.
+        if rg is not None and not hidden_beneath(ctx, where.path):
             root_arg = display_path(ctx, where.path)
             found = await _search_rg(rg, args, root_arg, is_file, ctx)
             shown = await asyncio.to_thread(confirmed, found.shown, where, shown_path, root_arg)
@@ -144,7 +146,9 @@ def _search_python(
             with os.fdopen(top, "rb", closefd=False) as f:
                 return _search_bytes(regex, f.read(), base)
         for rel_dir, dirnames, filenames, dir_fd in walk_beneath(top):
-            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            here = Path(os.path.normpath(where.path / rel_dir))
+            dirnames[:] = [d for d in without_hidden(ctx, here, dirnames) if d not in SKIP_DIRS]
+            filenames = without_hidden(ctx, here, filenames)
             shown_dir = os.path.normpath(os.path.join(base, rel_dir)).replace(os.sep, "/")
             prefix = "" if shown_dir == "." else shown_dir + "/"
             for name in filenames:

@@ -45,7 +45,32 @@ def resolve_in_workspace(ctx: ToolContext, path: str) -> Path:
         raise ToolError(f"invalid path {path}: {exc}") from exc
     if not any(resolved.is_relative_to(root) for root in workspace_roots(ctx)):
         raise ToolError(f"path {path} is outside the workspace {ctx.cwd}; add it with --add-dir")
+    hidden = next((h for h in ctx.hidden if resolved.is_relative_to(h)), None)
+    if hidden is not None:
+        raise ToolError(
+            f"path {path} is hidden from the agent: {hidden} is one of the sandbox's hidden "
+            "paths (credentials, loopdeck's and Copilot's own files); the user can change "
+            "them with sandbox_hidden in config.toml"
+        )
     return resolved
+
+
+def hidden_beneath(ctx: ToolContext, folder: Path) -> bool:
+    """Whether a hidden path lies beneath ``folder`` (a search there must skip it)."""
+    return any(h.is_relative_to(folder) and h != folder for h in ctx.hidden)
+
+
+def hidden_names(ctx: ToolContext, folder: Path) -> frozenset[str]:
+    """The entries of ``folder`` that are hidden paths: a walk prunes them."""
+    return frozenset(h.name for h in ctx.hidden if h.parent == folder)
+
+
+def without_hidden(ctx: ToolContext, folder: Path, names: list[str]) -> list[str]:
+    """``names`` (entries of ``folder``) but the hidden ones."""
+    if not ctx.hidden:
+        return names
+    skip = hidden_names(ctx, folder)
+    return [n for n in names if n not in skip] if skip else names
 
 
 @functools.lru_cache(maxsize=32)

@@ -27,7 +27,6 @@ from tests.app.test_app_pilot import (
     wait_idle,
 )
 from tests.support.scripting import FakeRecorder, scripted
-from tests.widgets.test_permission_ui import armed
 from widgets.message_blocks import NoticeView, UserMessageView
 from widgets.model_picker import ModelPicker
 from widgets.permission_prompt import PermissionPromptView
@@ -42,14 +41,6 @@ def outputs(app: LoopdeckApp) -> list[str]:
 
 def menu_labels(app: LoopdeckApp) -> list[str]:
     return [c.label for c in app.menu.candidates] if app.menu.is_open else []
-
-
-async def answer_permission(pilot: Pilot[Any], h: Harness, key: str) -> None:
-    """Wait for the inline permission prompt to take keys, then press ``key``."""
-    await wait_for(pilot, lambda: bool(h.app.query(PermissionPromptView)), "the prompt")
-    view = h.app.query_one(PermissionPromptView)
-    await armed(pilot, view)
-    await pilot.press(key)
 
 
 async def typed(pilot: Pilot[Any], text: str) -> None:
@@ -314,14 +305,15 @@ async def test_bang_runs_a_shell_command_without_the_model(tmp_path: Path) -> No
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
         await send(pilot, h, "!ls")
-        # The same rules as the model's bash calls: here they ask, and the user allows.
-        await answer_permission(pilot, h, "y")
+        # The user's own command runs at once: no rule is asked, no prompt shown.
         await wait_for(
             pilot,
             lambda: bool(h.recorder.of("tool.execution_complete")),
             "the command's result",
         )
         assert h.model.calls == 0
+        assert h.recorder.of("permission.requested") == []
+        assert not h.app.query(PermissionPromptView)
         requested = h.recorder.of("tool.user_requested")[0].wire()["data"]
         assert requested["toolName"] == "local_shell"
         assert requested["arguments"] == {
@@ -343,21 +335,20 @@ async def test_bang_runs_a_shell_command_without_the_model(tmp_path: Path) -> No
         assert "src" in seen[1]["content"]
 
 
-async def test_bang_command_obeys_the_permission_rules(tmp_path: Path) -> None:
+async def test_bang_command_is_the_users_own_not_the_models(tmp_path: Path) -> None:
+    """A command that changes files, which the model's bash call would have to ask
+    for, runs at once when the user types it: the rules are written for the model."""
     ws = make_workspace(tmp_path)
     h = Harness(ANSWERS, ws)
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
         await send(pilot, h, "!touch made-by-bang")
-        await answer_permission(pilot, h, "n")  # deny; Enter skips the reason
-        await wait_for(
-            pilot, lambda: h.app.query(PermissionPromptView).first()._feedback is not None, "why"
-        )
-        await pilot.press("enter")
         await wait_for(pilot, lambda: bool(h.recorder.of("tool.execution_complete")), "done")
         done = h.recorder.of("tool.execution_complete")[0].wire()["data"]
-        assert done["success"] is False and done["isUserRequested"] is True
-        assert not (ws / "made-by-bang").exists()
+        assert done["success"] is True and done["isUserRequested"] is True
+        assert (ws / "made-by-bang").exists()
+        assert h.recorder.of("permission.requested") == []
+        assert not h.app.query(PermissionPromptView)
 
 
 # --- paste -------------------------------------------------------------------------------
@@ -505,8 +496,7 @@ async def test_esc_stops_a_running_bang_command(tmp_path: Path) -> None:
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
         await send(pilot, h, "!sleep 60")
-        await answer_permission(pilot, h, "y")
-        await wait_for(pilot, lambda: bool(h.recorder.of("permission.completed")), "allowed")
+        await wait_for(pilot, lambda: bool(h.recorder.of("tool.user_requested")), "running")
         await pilot.press("escape")
         await wait_for(pilot, lambda: bool(h.recorder.of("tool.execution_complete")), "stopped")
         done = h.recorder.of("tool.execution_complete")[0].wire()["data"]
