@@ -12,7 +12,6 @@ from textual.pilot import Pilot
 import widgets.arming as arming
 from agent.events.schema import ExitPlanModeCompletedData, SessionModeChangedData
 from agent.permissions.rules import PermissionPolicy
-from tests.app.test_app_pilot import text_of
 from tests.permissions.test_permission_level import (
     GREET,
     SIZE,
@@ -24,6 +23,7 @@ from tests.permissions.test_permission_level import (
     wait_for,
     wait_idle,
 )
+from tests.support.pilot import text_of
 from widgets.plan_panel import PlanPanel
 from widgets.plan_view import PlanApproval, PlanView
 

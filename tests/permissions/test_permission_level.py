@@ -27,7 +27,7 @@ from agent.transcript.blocks import NoticeBlock
 from agent.transcript.fold import Transcript
 from app.app import LoopdeckApp
 from app.cli import main
-from tests.app.test_app_pilot import text_of, texts
+from tests.support.pilot import text_of, texts
 from tests.support.scripting import FakeRecorder, scripted
 from tests.widgets.test_permission_ui import EDIT, FIXED, GREET, SIZE, WAIT, bash
 from widgets.message_blocks import NoticeView

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 
 import widgets.arming as arming
 from agent.events.schema import ToolExecutionCompleteData, UserInputCompletedData
-from tests.app.test_app_pilot import text_of
+from tests.support.pilot import text_of
 from tests.widgets.test_permission_ui import (
     SIZE,
     FakeMonotonic,

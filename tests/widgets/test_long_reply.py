@@ -16,16 +16,16 @@ from rich.markdown import Markdown as RichMarkdown
 from textual.widgets import Markdown, Static
 
 from agent.models.base import ModelReply, RetryPolicy, StreamItem, TextDelta
-from tests.app.test_app_pilot import (
+from tests.support.app_harness import (
     SIZE,
     Harness,
     make_workspace,
     send,
     settled,
     started,
-    wait_for,
     wait_idle,
 )
+from tests.support.pilot import wait_for
 from widgets.turn_view import FREEZE_AT, TurnView
 
 

@@ -14,7 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 from textual.app import App, ComposeResult
 
-from tests.app.test_app_pilot import wait_for
+from tests.support.pilot import wait_for
 from tests.transcript.test_transcript import Stream
 from widgets.markdown_split import shared_parser, thread_parser
 from widgets.timeline import Timeline

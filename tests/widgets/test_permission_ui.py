@@ -25,7 +25,7 @@ from agent.events.schema import Mode, PermissionCompletedData, ToolExecutionComp
 from agent.permissions.rules import PermissionAnswer, PermissionPolicy, PermissionPrompt
 from agent.session.session import Session
 from app.app import LoopdeckApp
-from tests.app.test_app_pilot import text_of
+from tests.support.pilot import text_of
 from tests.support.scripting import FakeRecorder, scripted
 from widgets.message_blocks import TaskCompleteView
 from widgets.permission_level import PermissionLevelScreen

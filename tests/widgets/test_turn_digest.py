@@ -15,17 +15,16 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 
-from tests.app.test_app_pilot import (
+from tests.support.app_harness import (
     SIZE,
     FakeGateTool,
     Harness,
     make_workspace,
     send,
     started,
-    text_of,
-    wait_for,
     wait_idle,
 )
+from tests.support.pilot import text_of, wait_for
 from tests.transcript.test_transcript import Stream
 from widgets.timeline import LIVE_TURNS, Timeline
 from widgets.tool_card import ToolCard

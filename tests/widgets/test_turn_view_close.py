@@ -15,7 +15,7 @@ from textual.app import App, ComposeResult
 from textual.widget import Widget
 
 import widgets.turn_view as turn_view
-from tests.app.test_app_pilot import wait_for
+from tests.support.pilot import wait_for
 from tests.transcript.test_transcript import Stream
 from widgets.timeline import Timeline
 from widgets.turn_view import TurnView
