@@ -12,18 +12,10 @@ from textual.pilot import Pilot
 import widgets.arming as arming
 from agent.events.schema import ExitPlanModeCompletedData, SessionModeChangedData
 from agent.permissions.rules import PermissionPolicy
-from tests.permissions.test_permission_level import (
-    GREET,
-    SIZE,
-    Harness,
-    dialog_armed,
-    dialog_gone,
-    opened,
-    send,
-    wait_for,
-    wait_idle,
-)
-from tests.support.pilot import text_of
+from tests.support.app_harness import send
+from tests.support.permission_level import Harness, dialog_armed, dialog_gone, opened
+from tests.support.permission_ui import GREET, SIZE, wait_idle
+from tests.support.pilot import text_of, wait_for
 from widgets.plan_panel import PlanPanel
 from widgets.plan_view import PlanApproval, PlanView
 

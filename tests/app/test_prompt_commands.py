@@ -17,9 +17,9 @@ from agent.log.store import SessionStore, read_events
 from agent.session.session import Session
 from app.app import LoopdeckApp
 from tests.support.app_harness import SIZE, Harness, make_workspace, send, started, wait_idle
+from tests.support.permission_ui import armed
 from tests.support.pilot import text_of, wait_for
 from tests.support.scripting import FakeRecorder, scripted
-from tests.widgets.test_permission_ui import armed
 from widgets.message_blocks import NoticeView, UserMessageView
 from widgets.model_picker import ModelPicker
 from widgets.permission_prompt import PermissionPromptView

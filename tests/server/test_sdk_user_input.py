@@ -32,7 +32,7 @@ from tests.server.test_sdk_runtime import (
     new_session,
     within,
 )
-from tests.widgets.test_ask_user_ui import CHOICES, QUESTION, ask, todos
+from tests.support.ask_user import CHOICES, QUESTION, ask, todos
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -1,5 +1,6 @@
-"""A monotonic clock that moves only when the test says, and a fixture that puts it behind
-the arming delay of the app's prompts (keys typed as a prompt appears do not answer it)."""
+"""Clocks for the arming delay of the app's prompts (keys typed as a prompt appears do not
+answer it): a monotonic clock that moves only when the test says, a fixture that puts it
+behind the delay, and one that shortens the delay for tests that are not about it."""
 
 from __future__ import annotations
 
@@ -24,3 +25,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
     fake = FakeMonotonic()
     monkeypatch.setattr(arming, "time", fake)
     return fake
+
+
+@pytest.fixture
+def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that are not about the arming delay need not wait the full delay."""
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
