@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from agent.transcript.blocks import TurnBlock
 from app import textual_fixes
-from tests.transcript.test_transcript import Stream, ToolSpec
+from tests.support.streams import Stream, ToolSpec
 from widgets.timeline import Timeline
 from widgets.turn_digest import TurnDigest
 

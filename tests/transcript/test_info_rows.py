@@ -27,7 +27,7 @@ from agent.transcript.info_rows import INFO_TYPES
 from app.export import export_session, to_html, to_markdown
 from app.viewer import ReplayScreen, ViewerApp
 from tests.support.paths import FIXTURES
-from tests.transcript.test_transcript import Stream
+from tests.support.streams import Stream
 from widgets.info_row import InfoRowView, ReasoningView
 from widgets.timeline import Timeline
 from widgets.tool_card import card_renderable

@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 from textual.app import App, ComposeResult
 
 from tests.support.pilot import wait_for
-from tests.transcript.test_transcript import Stream
+from tests.support.streams import Stream
 from widgets.markdown_split import shared_parser, thread_parser
 from widgets.timeline import Timeline
 

@@ -11,7 +11,7 @@ from textual.geometry import Region
 from agent.transcript.fold import Transcript
 from tests.support.app_harness import Harness, make_workspace, started
 from tests.support.pilot import text_of, wait_for
-from tests.transcript.test_transcript import Stream
+from tests.support.streams import Stream
 from widgets.status_bar import StatusBar
 
 NARROW = (80, 24)

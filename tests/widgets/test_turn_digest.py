@@ -25,7 +25,7 @@ from tests.support.app_harness import (
     wait_idle,
 )
 from tests.support.pilot import text_of, wait_for
-from tests.transcript.test_transcript import Stream
+from tests.support.streams import Stream
 from widgets.timeline import LIVE_TURNS, Timeline
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest

@@ -16,7 +16,7 @@ from textual.widget import Widget
 
 import widgets.turn_view as turn_view
 from tests.support.pilot import wait_for
-from tests.transcript.test_transcript import Stream
+from tests.support.streams import Stream
 from widgets.timeline import Timeline
 from widgets.turn_view import TurnView
 
