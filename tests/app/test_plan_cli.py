@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_cli import log_of, meta_of, resumed_id, run, write_script
+from tests.support.cli import log_of, meta_of, resumed_id, run, write_script
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,6 +25,7 @@ from agent.transcript.fold import Transcript
 from app.app import LoopdeckApp
 from app.cli import main
 from tests.support.app_harness import send
+from tests.support.cli import log_of
 from tests.support.clock import quick_arm as quick_arm  # the fixture
 from tests.support.permission_level import (
     EDIT_AND_BUILD,
@@ -361,12 +361,7 @@ def test_headless_autopilot_keeps_to_its_flags_even_on_a_session_with_a_level(
     assert code == 0
     assert (workspace / "greet.py").read_text() == GREET  # rule-driven: denied
     assert not (workspace / "built.txt").exists()
-    log = store_lines(loopdeck_home, sid)
+    log = log_of(loopdeck_home, sid)
     assert [e["type"] for e in log].count("elicitation.requested") == 1  # only the app's
     results = [e["data"]["result"]["kind"] for e in log if e["type"] == "permission.completed"]
     assert results == [NO_RULE, NO_RULE]
-
-
-def store_lines(home: Path, sid: str) -> list[dict[str, Any]]:
-    path = home / "session-state" / sid / "events.jsonl"
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
