@@ -531,7 +531,7 @@ async def test_compact_with_a_focus_while_a_summary_runs_says_it_starts_over(
 ) -> None:
     from agent.models.base import COMPACTION_CALL
     from agent.models.scripted import Script, ScriptedModel
-    from tests.loop.test_compaction import FakeSlowSummaryModel
+    from tests.support.compaction import FakeSlowSummaryModel
 
     h = Harness(ANSWERS, make_workspace(tmp_path))
     model = FakeSlowSummaryModel(ScriptedModel(Script.model_validate({"turns": ANSWERS}), "s"))
