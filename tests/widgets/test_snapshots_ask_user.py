@@ -18,13 +18,14 @@ from textual.pilot import Pilot
 
 from app.app import LoopdeckApp
 from tests.support.snapshot_support import (
+    close_session_on_exit,
     make_app,
     make_workspace,
     pin_determinism,
     settle,
+    text_shown,
     wait_for,
 )
-from tests.widgets.test_snapshots_permissions import _close_session_on_exit, _text_shown
 from widgets.ask_user_prompt import AskUserPromptView
 from widgets.turn_view import TurnView
 
@@ -71,7 +72,7 @@ def waiting_for_the_answer() -> Callable[[Pilot[Any]], Awaitable[None]]:
                 and views[0].arming.armed
                 and not views[0].answer.done()
                 and len(turns) == 1
-                and _text_shown(turns[0])
+                and text_shown(turns[0])
             )
 
         await wait_for(pilot, waiting)
@@ -95,7 +96,7 @@ def test_ask_user_waits_inline_for_the_answer(
         }
     ]
     app = make_app(workspace, turns, prompt="Make Cart.add safe for bad quantities.")
-    _close_session_on_exit(app)
+    close_session_on_exit(app)
     assert snap_compare(app, terminal_size=size, run_before=waiting_for_the_answer())
 
 

@@ -22,10 +22,12 @@ from app.app import LoopdeckApp
 from tests.support.snapshot_support import (
     TERMINAL,
     choose_level,
+    close_session_on_exit,
     make_app,
     make_workspace,
     pin_determinism,
     settle,
+    text_shown,
     wait_for,
 )
 from widgets.permission_level import PermissionLevelScreen
@@ -77,7 +79,7 @@ def waiting_for_permission() -> Callable[[Pilot[Any]], Awaitable[None]]:
                 and views[0].arming.drawn
                 and not views[0].answer.done()
                 and len(turns) == 1
-                and _text_shown(turns[0])
+                and text_shown(turns[0])
             )
 
         await wait_for(pilot, waiting)
@@ -86,19 +88,6 @@ def waiting_for_permission() -> Callable[[Pilot[Any]], Awaitable[None]]:
         await pilot.pause()
 
     return run_before
-
-
-def _text_shown(turn: TurnView) -> bool:
-    """The turn's streamed reply is all in its Markdown widget (the turn still runs)."""
-    stream = turn._stream
-    body = turn._body
-    return (
-        turn._flush_timer is None
-        and not turn._pending
-        and (stream is None or not stream._pending)
-        and body is not None
-        and getattr(body, "source", None) == turn.block.text
-    )
 
 
 def _edit_app(workspace: Path) -> LoopdeckApp:
@@ -111,24 +100,8 @@ def _edit_app(workspace: Path) -> LoopdeckApp:
         }
     ]
     app = make_app(workspace, turns, prompt="Make Cart.add reject a quantity of zero or less.")
-    _close_session_on_exit(app)
+    close_session_on_exit(app)
     return app
-
-
-def _close_session_on_exit(app: LoopdeckApp) -> None:
-    """The screenshot exits the app mid-turn; close the session first, as quitting does,
-    so the waiting turn is aborted while the app still runs (not torn down after it)."""
-    exit_now = app.exit
-
-    def exit_after_close(result: Any = None, return_code: int = 0, message: Any = None) -> None:
-        async def close_then_exit() -> None:
-            if app.session is not None:
-                await app.session.close()
-            exit_now(result, return_code, message)
-
-        app.call_later(close_then_exit)
-
-    app.exit = exit_after_close  # type: ignore[method-assign]
 
 
 def test_permission_prompt_shows_the_edit_diff(

@@ -18,8 +18,14 @@ from textual.pilot import Pilot
 
 import widgets.tool_card as tool_card
 from app.app import LoopdeckApp
-from tests.support.snapshot_support import make_app, make_workspace, pin_determinism, wait_for
-from tests.widgets.test_snapshots_permissions import _close_session_on_exit, _text_shown
+from tests.support.snapshot_support import (
+    close_session_on_exit,
+    make_app,
+    make_workspace,
+    pin_determinism,
+    text_shown,
+    wait_for,
+)
 from widgets.plan_view import PlanApproval, PlanView
 from widgets.turn_view import TurnView
 
@@ -80,7 +86,7 @@ async def waiting_for_approval(pilot: Pilot[Any]) -> None:
             and not asks[0].answer.done()
             and len(list(app.query(PlanView))) == 1
             and bool(turns)
-            and _text_shown(turns[-1])
+            and text_shown(turns[-1])
         )
 
     await wait_for(pilot, waiting)
@@ -93,7 +99,7 @@ def _plan_app(workspace: Path) -> LoopdeckApp:
     app = make_app(
         workspace, TURNS, prompt="Make Cart.add reject a quantity of zero or less.", mode="plan"
     )
-    _close_session_on_exit(app)
+    close_session_on_exit(app)
     return app
 
 
