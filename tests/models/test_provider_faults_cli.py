@@ -24,7 +24,17 @@ from typing import Any
 
 import pytest
 
-from tests.models.test_provider_faults import (
+from tests.support.config import write_config
+from tests.support.fake_openai_server import (
+    Behaviour,
+    FakeOpenAIServer,
+    hang,
+    stall,
+    status,
+    text,
+)
+from tests.support.paths import ROOT
+from tests.support.provider_faults import (
     FAST,
     IDLE_TIMEOUT,
     KEY,
@@ -38,17 +48,7 @@ from tests.models.test_provider_faults import (
     TIMING_OUT,
     nothing_left_running,
     run_cli,
-    write_config,
 )
-from tests.support.fake_openai_server import (
-    Behaviour,
-    FakeOpenAIServer,
-    hang,
-    stall,
-    status,
-    text,
-)
-from tests.support.paths import ROOT
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 
