@@ -15,7 +15,6 @@ import pytest
 from textual.widgets import Static
 
 import app.app as app_module
-import widgets.timeline as timeline_module
 import widgets.turn_view as turn_view
 from agent.session.session import Session
 from app.app import LoopdeckApp, StartupError
@@ -29,6 +28,7 @@ from tests.support.app_harness import (
     started,
     wait_idle,
 )
+from tests.support.app_harness import every_turn_live as every_turn_live  # autouse
 from tests.support.app_harness import workspace as workspace  # the fixture
 from tests.support.clock import FakeMonotonic
 from tests.support.pilot import notifications, text_of, texts, wait_for
@@ -42,15 +42,6 @@ from widgets.message_blocks import (
 )
 from widgets.tool_card import ToolCard
 from widgets.turn_view import TurnHeader, TurnView
-
-
-@pytest.fixture(autouse=True)
-def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests read each turn's live widgets (cards, headers) after the session
-    ends; in the app only the running turn stays live. History (TurnDigest) has its
-    own tests in test_turn_digest.py."""
-    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)
-
 
 # --- 1. a prompt typed and sent -------------------------------------------------------
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+import widgets.timeline as timeline_module
 from agent.events.schema import Mode
 from agent.session.session import Session
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
@@ -137,3 +138,11 @@ def make_workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     return make_workspace(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every turn's live widgets (cards, headers) so a test can read them after the
+    session ends; in the app only the running turn stays live. History (TurnDigest) has
+    its own tests in tests/widgets/test_turn_digest.py. Autouse where imported."""
+    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)

@@ -18,8 +18,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 import widgets.arming as arming
-import widgets.timeline as timeline_module
 from agent.permissions.rules import PermissionPolicy
+from tests.support.app_harness import every_turn_live as every_turn_live  # autouse
 from tests.support.clock import FakeMonotonic
 from tests.support.clock import clock as clock  # the fixture
 from tests.support.clock import quick_arm as quick_arm  # the fixture
@@ -43,15 +43,6 @@ from tests.support.pilot import text_of, type_text, wait_for
 from widgets.message_blocks import TaskCompleteView
 from widgets.permission_prompt import PermissionPromptView
 from widgets.tool_card import ToolCard
-
-
-@pytest.fixture(autouse=True)
-def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests read each turn's live widgets (cards, headers) after the session
-    ends; in the app only the running turn stays live. History (TurnDigest) has its
-    own tests in test_turn_digest.py."""
-    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)
-
 
 # --- interactive: y / n / a -----------------------------------------------------------
 

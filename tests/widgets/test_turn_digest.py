@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.geometry import Region
@@ -19,11 +18,11 @@ from tests.support.app_harness import (
     SIZE,
     FakeGateTool,
     Harness,
-    make_workspace,
     send,
     started,
     wait_idle,
 )
+from tests.support.app_harness import workspace as workspace  # the fixture
 from tests.support.pilot import text_of, wait_for
 from tests.support.streams import Stream
 from widgets.timeline import LIVE_TURNS, Timeline
@@ -41,11 +40,6 @@ TURNS = [
     },
     {"text": "Six handlers in src/app.py."},
 ]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
 
 
 async def ask_and_wait(pilot: Pilot[Any], h: Harness) -> None:
