@@ -294,3 +294,22 @@ def keys_then_settle(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
         await pilot.pause()
 
     return run_before
+
+
+@pytest.fixture(autouse=True)
+def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clock and ids pinned for every test of a module that imports this (autouse)."""
+    pin_determinism(monkeypatch)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The :func:`make_workspace` project, with HOME its parent: the welcome line shows
+    the workspace relative to $HOME, "~/ws" on every machine."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return make_workspace(tmp_path)
+
+
+def token_usage(prompt: int, completion: int) -> dict[str, int]:
+    """A scripted turn's ``usage``."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion}

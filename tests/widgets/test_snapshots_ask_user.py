@@ -20,33 +20,19 @@ from app.app import LoopdeckApp
 from tests.support.snapshot_support import (
     close_session_on_exit,
     make_app,
-    make_workspace,
-    pin_determinism,
     settle,
     text_shown,
+    token_usage,
     wait_for,
 )
+from tests.support.snapshot_support import pinned as pinned  # autouse
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 from widgets.ask_user_prompt import AskUserPromptView
 from widgets.turn_view import TurnView
 
 SnapCompare = Callable[..., bool]
 STREAM_MS = 200
 SIZES = [(120, 40), (80, 24)]
-
-
-@pytest.fixture(autouse=True)
-def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_determinism(monkeypatch)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
-
-
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
 ASK = {
@@ -92,7 +78,7 @@ def test_ask_user_waits_inline_for_the_answer(
             "text": "`Cart.add` takes any quantity today. One decision before I change it:",
             "tool_calls": [ASK],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2150, 61),
+            "usage": token_usage(2150, 61),
         }
     ]
     app = make_app(workspace, turns, prompt="Make Cart.add safe for bad quantities.")
@@ -122,7 +108,7 @@ def test_the_todo_list_is_pinned_above_the_prompt(
                 )
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2300, 88),
+            "usage": token_usage(2300, 88),
         },
         {
             "text": "The guard is in. Next, the rounding.",
@@ -134,12 +120,12 @@ def test_the_todo_list_is_pinned_above_the_prompt(
                 )
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2610, 52),
+            "usage": token_usage(2610, 52),
         },
         {
             "text": "Pausing here: one of three done, the rounding is next.",
             "delay_ms": STREAM_MS,
-            "usage": _usage(2790, 17),
+            "usage": token_usage(2790, 17),
         },
     ]
     app = make_app(workspace, turns, prompt="Fix the TODOs, one by one.")

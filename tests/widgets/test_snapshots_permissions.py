@@ -24,33 +24,19 @@ from tests.support.snapshot_support import (
     choose_level,
     close_session_on_exit,
     make_app,
-    make_workspace,
-    pin_determinism,
     settle,
     text_shown,
+    token_usage,
     wait_for,
 )
+from tests.support.snapshot_support import pinned as pinned  # autouse
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.turn_view import TurnView
 
 SnapCompare = Callable[..., bool]
 STREAM_MS = 200  # as in tests/widgets/test_snapshots.py: each turn streams, as a real model would
-
-
-@pytest.fixture(autouse=True)
-def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_determinism(monkeypatch)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
-
-
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
 GUARD_EDIT = {
@@ -96,7 +82,7 @@ def _edit_app(workspace: Path) -> LoopdeckApp:
             "text": "I'll make `Cart.add` reject a quantity of zero or less.",
             "tool_calls": [GUARD_EDIT],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2210, 64),
+            "usage": token_usage(2210, 64),
         }
     ]
     app = make_app(workspace, turns, prompt="Make Cart.add reject a quantity of zero or less.")
@@ -130,7 +116,7 @@ def test_autopilot_denies_a_command(snap_compare: SnapCompare, workspace: Path) 
             "text": "Running the tests first.",
             "tool_calls": [{"name": "bash", "arguments": {"command": "python -m pytest -q tests"}}],
             "delay_ms": STREAM_MS,
-            "usage": _usage(1930, 31),
+            "usage": token_usage(1930, 31),
         },
         {
             "text": DENIED_FOLLOW_UP,
@@ -141,7 +127,7 @@ def test_autopilot_denies_a_command(snap_compare: SnapCompare, workspace: Path) 
                 }
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2120, 58),
+            "usage": token_usage(2120, 58),
         },
     ]
     app = make_app(

@@ -21,11 +21,11 @@ from app.app import LoopdeckApp
 from tests.support.snapshot_support import (
     close_session_on_exit,
     make_app,
-    make_workspace,
     pin_determinism,
     text_shown,
     wait_for,
 )
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 from widgets.plan_view import PlanApproval, PlanView
 from widgets.turn_view import TurnView
 
@@ -64,12 +64,6 @@ TURNS: list[dict[str, Any]] = [
 def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     pin_determinism(monkeypatch)
     monkeypatch.setattr(tool_card, "SPINNER", tool_card.SPINNER[0])
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
 
 
 async def waiting_for_approval(pilot: Pilot[Any]) -> None:
