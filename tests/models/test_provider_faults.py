@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +56,7 @@ from tests.support.provider_faults import (
     TIMING_OUT,
     Run,
     run_cli,
+    wall_time,
 )
 from tests.support.provider_faults import nothing_left_running as nothing_left_running  # autouse
 
@@ -364,10 +364,6 @@ def test_fault(
     assert_key_nowhere(resumed, loopdeck_home, KEY)
 
 
-def _seconds(event: dict[str, Any]) -> float:
-    return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
-
-
 def check_specifics(
     case: Case, run: Run, log: list[dict[str, Any]], requests: list[RecordedRequest]
 ) -> None:
@@ -405,7 +401,7 @@ def check_specifics(
             # events: when the server thread got to each request varies with load.
             [start] = run.of("assistant.turn_start")
             [retry] = run.of("assistant.turn_retry")
-            waited = _seconds(retry) - _seconds(start)
+            waited = wall_time(retry) - wall_time(start)
             assert waited >= IDLE_TIMEOUT - 0.01, waited  # stamps are to the millisecond
         case _:
             pass

@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from tests.support.provider_faults import (
     TIMING_OUT,
     nothing_left_running,
     run_cli,
+    wall_time,
 )
 
 session_events = pytest.importorskip("copilot.generated.session_events")
@@ -197,11 +197,6 @@ def wait_all(procs: list[Proc], timeout: float) -> None:
         waiter.start()
     for waiter in waiters:
         waiter.join()
-
-
-def wall_time(event: dict[str, Any]) -> float:
-    """An event's timestamp as seconds since the epoch (like time.time())."""
-    return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
 def args_for(proc: Proc, *extra: str, prompt: str = PROMPT) -> list[str]:

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -86,3 +87,8 @@ def run_cli(capfd: pytest.CaptureFixture[str], *argv: str) -> Run:
     out, err = capfd.readouterr()
     events = [json.loads(line) for line in out.splitlines() if line.strip()]
     return Run(code, out, err, seconds, events)
+
+
+def wall_time(event: dict[str, Any]) -> float:
+    """An event's timestamp as seconds since the epoch (like time.time())."""
+    return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
