@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.style import Style
-from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 
@@ -25,6 +24,7 @@ from tests.support.app_harness import (
 from tests.support.app_harness import workspace as workspace  # the fixture
 from tests.support.pilot import text_of, wait_for
 from tests.support.streams import Stream
+from tests.support.timeline_app import FakeDeferredTimelineApp, FakeTimelineApp
 from widgets.timeline import LIVE_TURNS, Timeline
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
@@ -173,7 +173,7 @@ async def test_a_turn_still_running_when_a_log_stops_becomes_history_once_it_end
     split = len(stream.events)
     stream.turn("t2", "second reply")  # t2's start marks t1 done
     stream.turn("t3", "third reply")
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(stream.events[:split])
@@ -184,11 +184,6 @@ async def test_a_turn_still_running_when_a_log_stops_becomes_history_once_it_end
         await pilot.pause(0.3)
         turns = [v for v in timeline._views.values() if isinstance(v, TurnView | TurnDigest)]
         assert [type(v).__name__ for v in turns] == ["TurnDigest", "TurnDigest", "TurnView"]
-
-
-class TimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(id="timeline")
 
 
 def two_turns() -> Stream:
@@ -202,7 +197,7 @@ def two_turns() -> Stream:
 
 async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
     stream = two_turns()
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(stream.events)
@@ -214,14 +209,9 @@ async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
         assert first.show_model
 
 
-class DeferredTimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(deferred=True, id="timeline")
-
-
 async def test_a_deferred_timeline_catches_up_once_the_burst_is_handled() -> None:
     stream = two_turns()
-    app = DeferredTimelineApp()
+    app = FakeDeferredTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         for event in stream.events:
@@ -242,7 +232,7 @@ async def test_a_delta_for_a_live_turn_goes_straight_to_its_view() -> None:
     stream.turn("t1", "streaming text", end=False)
     deltas = [e for e in stream.events if e.type == "assistant.message_delta"]
     first_delta = stream.events.index(deltas[0])
-    app = DeferredTimelineApp()
+    app = FakeDeferredTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         for event in stream.events[:first_delta]:  # the turn starts: drawn by a pass
@@ -258,7 +248,7 @@ async def test_a_delta_for_a_live_turn_goes_straight_to_its_view() -> None:
 async def test_a_removed_digest_leaves_the_theme_signal() -> None:
     # Textual's signal drops a gone subscriber only when it next fires: a digest still
     # subscribed would stay alive, lines and all, until the user switches themes.
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(two_turns().events)
