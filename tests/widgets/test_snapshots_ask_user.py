@@ -17,6 +17,7 @@ import pytest
 from textual.pilot import Pilot
 
 from app.app import LoopdeckApp
+from tests.support.ask_user import todos
 from tests.support.snapshot_support import (
     close_session_on_exit,
     make_app,
@@ -86,13 +87,6 @@ def test_ask_user_waits_inline_for_the_answer(
     assert snap_compare(app, terminal_size=size, run_before=waiting_for_the_answer())
 
 
-def _todos(*rows: tuple[str, str, str]) -> dict[str, Any]:
-    return {
-        "name": "update_todos",
-        "arguments": {"todos": [{"id": i, "title": t, "status": s} for i, t, s in rows]},
-    }
-
-
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_the_todo_list_is_pinned_above_the_prompt(
     snap_compare: SnapCompare, workspace: Path, size: tuple[int, int]
@@ -101,7 +95,7 @@ def test_the_todo_list_is_pinned_above_the_prompt(
         {
             "text": "Three TODOs to fix; I'll keep a list.",
             "tool_calls": [
-                _todos(
+                todos(
                     ("cart-guard", "Rejecting bad quantities in Cart.add", "in_progress"),
                     ("cents", "Rounding discounts to cents", "pending"),
                     ("code-tests", "Testing the discount codes", "pending"),
@@ -113,7 +107,7 @@ def test_the_todo_list_is_pinned_above_the_prompt(
         {
             "text": "The guard is in. Next, the rounding.",
             "tool_calls": [
-                _todos(
+                todos(
                     ("cart-guard", "Rejecting bad quantities in Cart.add", "done"),
                     ("cents", "Rounding discounts to cents", "in_progress"),
                     ("code-tests", "Testing the discount codes", "pending"),
