@@ -16,11 +16,12 @@ import pytest
 
 from agent.log.lock import in_use_by
 from agent.log.store import SessionStore, read_events
-from tests.app.test_cli import write_script
-from tests.app.test_cli_edges import TIMEOUT
-from tests.permissions.test_permission_level import Harness, opened, send, wait_for
+from tests.support.app_harness import send
+from tests.support.cli import TIMEOUT, write_script
+from tests.support.permission_level import Harness, opened
+from tests.support.permission_ui import EDIT, GREET, SIZE
+from tests.support.pilot import wait_for
 from tests.support.pty_app import AppInPty
-from tests.widgets.test_permission_ui import EDIT, GREET, SIZE
 
 
 async def test_an_exit_that_skips_quit_still_ends_the_turn_and_writes_the_log(

@@ -16,25 +16,20 @@ from textual.dom import DOMNode
 from textual.pilot import Pilot
 
 import widgets.timeline as timeline_module
-from tests.app.test_app_pilot import (
+from tests.support.app_harness import (
     FakeGateTool,
     Harness,
-    make_workspace,
     send,
     started,
-    wait_for,
     wait_idle,
 )
+from tests.support.app_harness import workspace as workspace  # the fixture
+from tests.support.pilot import wait_for
 from widgets.timeline import LoadEarlier, Timeline
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
 
 SIZE = (100, 36)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
 
 
 def answer(i: int) -> dict[str, Any]:

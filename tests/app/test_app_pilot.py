@@ -9,27 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.geometry import Region
-from textual.pilot import Pilot
-from textual.widget import Widget
 from textual.widgets import Static
 
 import app.app as app_module
-import widgets.timeline as timeline_module
 import widgets.turn_view as turn_view
-from agent.events.schema import Mode
 from agent.session.session import Session
-from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from agent.tools.registry import ToolRegistry, default_tools
 from app.app import LoopdeckApp
 from app.session_switch import StartupError
-from tests.support.scripting import FakeRecorder, scripted
-from tests.support.snapshot_support import _animating
+from tests.support.app_harness import (
+    SIZE,
+    FakeGateTool,
+    Harness,
+    keep_my_rules,
+    send,
+    settled,
+    started,
+    wait_idle,
+)
+from tests.support.app_harness import every_turn_live as every_turn_live  # autouse
+from tests.support.app_harness import workspace as workspace  # the fixture
+from tests.support.clock import FakeMonotonic
+from tests.support.pilot import notifications, text_of, texts, wait_for
 from widgets.message_blocks import (
     AbortView,
     ErrorView,
@@ -38,175 +41,8 @@ from widgets.message_blocks import (
     TaskCompleteView,
     UserMessageView,
 )
-from widgets.permission_level import PermissionLevelScreen
 from widgets.tool_card import ToolCard
 from widgets.turn_view import TurnHeader, TurnView
-
-SIZE = (100, 36)
-WAIT = 5.0  # seconds any single wait may take before the test fails
-
-
-# --- helpers -------------------------------------------------------------------------
-
-
-class FakeGateTool(Tool):
-    """A tool that runs until the test opens its gate: holds a send busy on demand."""
-
-    name = "gate"
-    description = "waits for the test"
-    Args = ToolArgs
-
-    def __init__(self) -> None:
-        self.opened = asyncio.Event()
-
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        await self.opened.wait()
-        return ToolResult(content="gate opened")
-
-    def registry(self, mode: Mode) -> ToolRegistry:
-        registry = default_tools(autopilot=mode == "autopilot")
-        registry.register(self)
-        return registry
-
-
-class Harness:
-    """A LoopdeckApp over a scripted session, with a recorder of the session's events."""
-
-    def __init__(
-        self,
-        turns: list[dict[str, Any]],
-        cwd: Path,
-        *,
-        mode: Mode = "interactive",
-        registry_factory: Callable[[Mode], ToolRegistry] | None = None,
-        **app_kwargs: Any,
-    ) -> None:
-        self.model = scripted(turns)
-        self.recorder = FakeRecorder()
-
-        async def opener() -> Session:
-            session = await Session.create(
-                model=self.model,
-                cwd=cwd,
-                mode=mode,
-                store=None,
-                registry_factory=registry_factory,
-            )
-            session.subscribe(self.recorder)
-            return session
-
-        self.app = LoopdeckApp(opener, **app_kwargs)
-
-    @property
-    def session(self) -> Session:
-        assert self.app.session is not None, "the session has not opened"
-        return self.app.session
-
-    def idles(self) -> int:
-        return len(self.recorder.of("session.idle"))
-
-
-class FakeMonotonic:
-    """Stands in for the ``time`` module where only ``monotonic()`` is read."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-async def settled(pilot: Pilot[Any]) -> None:
-    """Wait until no turn streams, flushes or renders any more (its last render done)."""
-    await wait_for(pilot, lambda: not _animating(pilot.app), "the final render")  # type: ignore[arg-type]
-
-
-async def wait_for(pilot: Pilot[Any], check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.01)
-
-
-async def started(pilot: Pilot[Any], h: Harness) -> None:
-    await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
-
-
-async def keep_my_rules(pilot: Pilot[Any], h: Harness) -> None:
-    """Answer the permission level asked before autopilot with 3, keep my rules."""
-    await wait_for(
-        pilot,
-        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.arming.armed,
-        "the permission level dialog",
-    )
-    await pilot.press("3")
-    await wait_for(pilot, lambda: not isinstance(h.app.screen, PermissionLevelScreen), "close")
-    await pilot.pause()
-
-
-async def wait_idle(pilot: Pilot[Any], h: Harness, idles: int = 1) -> None:
-    """Wait for the ``idles``-th session.idle, then for the app to settle."""
-    await wait_for(
-        pilot,
-        lambda: h.idles() >= idles and not h.session.busy and not h.app.status.busy,
-        f"session.idle #{idles}",
-    )
-    await pilot.pause()
-
-
-async def send(pilot: Pilot[Any], h: Harness, text: str) -> None:
-    """Put ``text`` in the prompt and press Enter."""
-    h.app.prompt.text = text
-    await pilot.press("enter")
-
-
-def text_of(widget: Widget) -> str:
-    """What a widget draws: its own lines, or its children's for a container."""
-    children = list(widget.children)
-    if children:
-        return "\n".join(text_of(child) for child in children if child.display)
-    width, height = widget.outer_size
-    if not width or not height:
-        return ""
-    lines = widget.render_lines(Region(0, 0, width, height))
-    return "\n".join(line.text.strip() for line in lines).strip("\n")
-
-
-def texts(app: LoopdeckApp, kind: type[Widget]) -> list[str]:
-    return [text_of(w) for w in app.query(kind)]
-
-
-def notifications(app: LoopdeckApp) -> list[str]:
-    return [n.message for n in app._notifications]
-
-
-@pytest.fixture(autouse=True)
-def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests read each turn's live widgets (cards, headers) after the session
-    ends; in the app only the running turn stays live. History (TurnDigest) has its
-    own tests in test_turn_digest.py."""
-    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
-
-
-def make_workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    (ws / "src").mkdir(parents=True)
-    (ws / "src" / "app.py").write_text(
-        "".join(f"def handler_{i}():\n    return {i}\n\n" for i in range(6)), encoding="utf-8"
-    )
-    (ws / "src" / "util.py").write_text("def helper():\n    pass\n", encoding="utf-8")
-    (ws / "src" / "cli.py").write_text("import sys\n", encoding="utf-8")
-    (ws / "tests").mkdir()
-    (ws / "tests" / "test_app.py").write_text("def test_x():\n    pass\n", encoding="utf-8")
-    (ws / "README.md").write_text("# demo\n", encoding="utf-8")
-    return ws
-
 
 # --- 1. a prompt typed and sent -------------------------------------------------------
 

@@ -10,8 +10,8 @@ from textual.widgets import DataTable
 
 from agent.log.store import SessionStore
 from app.session_browser import SessionBrowser
-from tests.app.test_one_writer_app import SIZE, app_for, held_session, notifications, script_model
-from tests.app.test_one_writer_app import wait_for as wait_until
+from tests.support.held_sessions import SIZE, app_for, held_session, script_model, wait_until
+from tests.support.pilot import notifications
 
 
 async def test_a_deleted_session_leaves_the_list_and_a_link_out_is_refused(

@@ -13,68 +13,20 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agent.models.select import PROVIDER_DEFAULTS
-from app.cli import main
-
-GREP_X = {"name": "grep", "arguments": {"pattern": "needle"}}
-RESUME_HINT = re.compile(r"loopdeck --resume ([0-9a-f-]+)")
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("a needle in a haystack\n", encoding="utf-8")
-    monkeypatch.chdir(ws)
-    return ws
-
-
-def write_script(path: Path, turns: list[dict[str, Any]], when_exhausted: str = "stop") -> Path:
-    path.write_text(json.dumps({"turns": turns, "when_exhausted": when_exhausted}), "utf-8")
-    return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run ``loopdeck argv`` in-process: (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse / parser.exit
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def session_dirs(home: Path) -> list[Path]:
-    root = home / "session-state"
-    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-
-
-def log_of(home: Path, session_id: str) -> list[dict[str, Any]]:
-    path = home / "session-state" / session_id / "events.jsonl"
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
-
-
-def meta_of(home: Path, session_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        (home / "session-state" / session_id / "session.json").read_text("utf-8")
-    )
-    return data
-
-
-def resumed_id(err: str, home: Path) -> str:
-    """The full id of the session the stderr resume hint names (it must exist)."""
-    match = RESUME_HINT.search(err)
-    assert match, f"no resume hint on stderr: {err!r}"
-    prefix = match.group(1)
-    found = [p.name for p in session_dirs(home) if p.name.startswith(prefix)]
-    assert len(found) == 1, (prefix, found)
-    return found[0]
-
+from tests.support.cli import (
+    GREP_X,
+    log_of,
+    meta_of,
+    resumed_id,
+    run,
+    session_dirs,
+    write_script,
+)
+from tests.support.cli import workspace as workspace  # the fixture
 
 # --- text output -------------------------------------------------------------------
 

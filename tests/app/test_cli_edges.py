@@ -2,7 +2,7 @@
 a closed pipe, exit 3's explanation, resumed runs, rule kinds, the quit hint.
 
 Where an exit code or a traceback at exit is the point, the command runs as a real
-process; the rest runs in-process (``run`` from test_cli).
+process; the rest runs in-process (``run`` from tests/support/cli.py).
 """
 
 from __future__ import annotations
@@ -21,42 +21,22 @@ from typing import Any
 import pytest
 
 from app.cli import build_parser
-from tests.app.test_cli import GREP_X, log_of, meta_of, resumed_id, run, session_dirs, write_script
+from tests.support.cli import (
+    GREP_X,
+    TIMEOUT,
+    log_of,
+    loopdeck,
+    meta_of,
+    resumed_id,
+    run,
+    session_dirs,
+    write_script,
+)
+from tests.support.cli import workspace as workspace  # the fixture
 from tests.support.paths import FIXTURES
 from tests.support.pty_app import AppInPty
 
 FIXTURE_LOG = FIXTURES / "loopdeck-session" / "events.jsonl"
-TIMEOUT = 60  # generous: the machine may be loaded; a hang still fails
-
-
-def loopdeck(
-    *argv: str,
-    home: Path | str,
-    cwd: Path,
-    stdout: int | None = subprocess.PIPE,
-    stdin: int | None = subprocess.DEVNULL,
-) -> subprocess.CompletedProcess[str]:
-    """``loopdeck argv`` as its own process, stdout/stdin not a terminal."""
-    env = {**os.environ, "LOOPDECK_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *argv],
-        cwd=cwd,
-        env=env,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=TIMEOUT,
-    )
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("a needle in a haystack\n", encoding="utf-8")
-    monkeypatch.chdir(ws)
-    return ws
 
 
 @pytest.fixture

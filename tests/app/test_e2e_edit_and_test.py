@@ -23,7 +23,7 @@ from agent.log.replay import EventIndex
 from agent.log.store import read_events
 from agent.transcript.blocks import TurnBlock
 from agent.transcript.fold import Transcript, fold
-from app.cli import main
+from tests.support.cli import only_session, run, write_script
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 
@@ -81,28 +81,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.chdir(tmp_path)  # --cwd, not the current directory, picks the workspace
     return ws
-
-
-def write_script(path: Path, turns: list[dict[str, Any]]) -> Path:
-    path.write_text(json.dumps({"turns": turns, "when_exhausted": "stop"}), "utf-8")
-    return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``loopdeck argv`` in-process: (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def only_session(home: Path) -> Path:
-    sessions = [p for p in (home / "session-state").iterdir() if p.is_dir()]
-    assert len(sessions) == 1, sessions
-    return sessions[0]
 
 
 def data_of(lines: list[dict[str, Any]], etype: str) -> list[dict[str, Any]]:

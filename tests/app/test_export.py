@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from app.cli import main
 from app.export import export_session
+from tests.support.cli import run
 from tests.support.paths import FIXTURES
 
 LOOPDECK = FIXTURES / "loopdeck-session" / "events.jsonl"
@@ -261,16 +261,6 @@ def stored(loopdeck_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "no-copilot"))
     monkeypatch.chdir(tmp_path)
     return folder / "events.jsonl"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_export_subcommand_writes_the_file(

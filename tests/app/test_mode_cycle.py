@@ -13,23 +13,14 @@ from pathlib import Path
 import pytest
 
 import widgets.arming as arming
-from tests.app.test_app_pilot import text_of
-from tests.permissions.test_permission_level import (
-    Harness,
-    dialog_armed,
-    dialog_gone,
-    opened,
-    wait_for,
-)
-from tests.permissions.test_permission_level import workspace as workspace  # the fixture
-from tests.widgets.test_permission_ui import SIZE
+from tests.support.clock import quick_arm as quick_arm  # the fixture
+from tests.support.permission_level import Harness, dialog_armed, dialog_gone, opened
+from tests.support.permission_ui import SIZE
+from tests.support.permission_ui import workspace as workspace  # the fixture
+from tests.support.pilot import text_of, wait_for
 from widgets.permission_level import PermissionLevelScreen
 
-
-@pytest.fixture(autouse=True)
-def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
-
+pytestmark = pytest.mark.usefixtures("quick_arm")
 
 def shown(dialog: PermissionLevelScreen) -> str:
     return " ".join(" ".join(text_of(w) for w in dialog.query("*")).split())

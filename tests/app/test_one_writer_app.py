@@ -7,58 +7,15 @@ refuses the app even though both live in this process.
 
 from __future__ import annotations
 
-import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from agent.log.store import SessionStore
-from agent.models.scripted import ScriptedModel
-from agent.session.session import Session
-from app.app import LoopdeckApp
-from app.cli import build_parser
 from app.session_browser import SessionBrowser
-from app.tui import make_openers
-
-SIZE = (120, 36)
-WAIT = 10.0
-
-
-async def wait_for(pilot: Pilot[Any], check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.01)
-
-
-def notifications(app: LoopdeckApp) -> list[str]:
-    return [n.message for n in app._notifications]
-
-
-def script_model(folder: Path, name: str, text: str) -> str:
-    script = folder / f"{name}.json"
-    script.write_text(json.dumps({"turns": [{"text": text}]}), encoding="utf-8")
-    return f"scripted:{script}"
-
-
-async def held_session(store: SessionStore, cwd: Path, prompt: str) -> Session:
-    """A session with one exchange, left open: another writer holds it."""
-    model = ScriptedModel.from_spec(script_model(cwd, "other", "ok"))
-    session = await Session.create(model=model, cwd=cwd, store=store)
-    await session.send_and_wait(prompt)
-    return session
-
-
-def app_for(argv: list[str], cwd: Path, store: SessionStore) -> LoopdeckApp:
-    args = build_parser().parse_args(argv)
-    opener, resumer = make_openers(args, cwd)
-    return LoopdeckApp(opener, resumer=resumer, store=store)
+from tests.support.held_sessions import SIZE, app_for, held_session, script_model, wait_until
+from tests.support.pilot import notifications
 
 
 async def test_resuming_a_session_in_use_at_start_up_shows_who_holds_it(
@@ -69,7 +26,7 @@ async def test_resuming_a_session_in_use_at_start_up_shows_who_holds_it(
     try:
         app = app_for(["--resume", other.id[:8]], tmp_path, store)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: bool(app.query(".startup-error")), "the notice")
+            await wait_until(pilot, lambda: bool(app.query(".startup-error")), "the notice")
             shown = str(app.query_one(".startup-error", Static).render())
             assert f"session {other.id[:8]} is in use by another loopdeck process" in shown
             assert f"pid {os.getpid()}" in shown
@@ -86,18 +43,18 @@ async def test_resuming_a_session_in_use_from_the_browser_keeps_it_open(
     app = app_for(["--model", script_model(tmp_path, "mine", "mine")], tmp_path, store)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.session is not None, "the app's own session")
+            await wait_until(pilot, lambda: app.session is not None, "the app's own session")
             mine = app.session
             assert mine is not None
 
             await pilot.press("ctrl+o")
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionBrowser), "the browser")
+            await wait_until(pilot, lambda: isinstance(app.screen, SessionBrowser), "the browser")
             browser = app.screen
             assert isinstance(browser, SessionBrowser)
             row = [s.id for s in browser.rows].index(other.id)
             browser.query_one(DataTable).move_cursor(row=row)
             await pilot.press("enter")
-            await wait_for(
+            await wait_until(
                 pilot, lambda: any("in use" in m for m in notifications(app)), "the notice"
             )
             (notice,) = [m for m in notifications(app) if "in use" in m]
@@ -108,7 +65,7 @@ async def test_resuming_a_session_in_use_from_the_browser_keeps_it_open(
             # Once the other writer lets go, the same choice resumes it.
             await other.close()
             await pilot.press("enter")
-            await wait_for(
+            await wait_until(
                 pilot,
                 lambda: app.session is not None and app.session.id == other.id,
                 "the resumed session",
@@ -128,7 +85,7 @@ async def test_the_browser_does_not_delete_a_session_a_process_has_open(
     app = app_for(["--model", script_model(tmp_path, "mine", "mine"), "hello"], tmp_path, store)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(
+            await wait_until(
                 pilot,
                 lambda: app.session is not None and store.events_path(app.session.id).is_file(),
                 "the app's own session",
@@ -136,26 +93,26 @@ async def test_the_browser_does_not_delete_a_session_a_process_has_open(
             mine = app.session
             assert mine is not None
             await pilot.press("ctrl+o")
-            await wait_for(pilot, lambda: isinstance(app.screen, SessionBrowser), "the browser")
+            await wait_until(pilot, lambda: isinstance(app.screen, SessionBrowser), "the browser")
             browser = app.screen
             assert isinstance(browser, SessionBrowser)
             row = [s.id for s in browser.rows].index(other.id)
             browser.query_one(DataTable).move_cursor(row=row)
             await pilot.press("d")
-            await wait_for(pilot, lambda: not isinstance(app.screen, SessionBrowser), "to ask")
+            await wait_until(pilot, lambda: not isinstance(app.screen, SessionBrowser), "to ask")
             await pilot.press("y")
-            await wait_for(pilot, lambda: bool(notifications(app)), "the notice")
+            await wait_until(pilot, lambda: bool(notifications(app)), "the notice")
             (notice,) = notifications(app)
             assert f"session {other.id[:8]} is in use by another loopdeck process" in notice
             assert f"pid {os.getpid()}" in notice
             assert store.session_dir(other.id).is_dir()
-            await wait_for(pilot, lambda: app.screen is browser, "back in the browser")
+            await wait_until(pilot, lambda: app.screen is browser, "back in the browser")
 
             # The app's own session: it says so without asking.
             row = [s.id for s in browser.rows].index(mine.id)
             browser.query_one(DataTable).move_cursor(row=row)
             await pilot.press("d")
-            await wait_for(pilot, lambda: len(notifications(app)) == 2, "the second notice")
+            await wait_until(pilot, lambda: len(notifications(app)) == 2, "the second notice")
             assert f"Session {mine.id[:8]} is open here" in notifications(app)[1]
             assert app.screen is browser
             assert store.session_dir(mine.id).is_dir()

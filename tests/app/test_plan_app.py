@@ -12,18 +12,12 @@ from textual.pilot import Pilot
 import widgets.arming as arming
 from agent.events.schema import ExitPlanModeCompletedData, SessionModeChangedData
 from agent.permissions.rules import PermissionPolicy
-from tests.app.test_app_pilot import text_of
-from tests.permissions.test_permission_level import (
-    GREET,
-    SIZE,
-    Harness,
-    dialog_armed,
-    dialog_gone,
-    opened,
-    send,
-    wait_for,
-    wait_idle,
-)
+from tests.support.app_harness import send
+from tests.support.clock import quick_arm as quick_arm  # the fixture
+from tests.support.permission_level import Harness, dialog_armed, dialog_gone, opened
+from tests.support.permission_ui import GREET, SIZE, wait_idle
+from tests.support.permission_ui import workspace as workspace  # the fixture
+from tests.support.pilot import text_of, wait_for
 from widgets.plan_panel import PlanPanel
 from widgets.plan_view import PlanApproval, PlanView
 
@@ -36,18 +30,7 @@ EDIT = {
 }
 DONE = {"name": "task_complete", "arguments": {"summary": "Greeting fixed."}}
 
-
-@pytest.fixture(autouse=True)
-def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "greet.py").write_text(GREET, encoding="utf-8")
-    return ws
+pytestmark = pytest.mark.usefixtures("quick_arm")  # none of these is about the arming delay
 
 
 def approval(h: Harness) -> PlanApproval | None:

@@ -6,20 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_cli import log_of, meta_of, resumed_id, run, write_script
+from tests.support.cli import log_of, meta_of, resumed_id, run, write_script
+from tests.support.cli import workspace as workspace  # the fixture
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 
 PLAN = "1. Look at notes.txt.\n2. Replace the needle."
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("a needle in a haystack\n", encoding="utf-8")
-    monkeypatch.chdir(ws)
-    return ws
 
 
 def test_headless_plan_mode_keeps_the_plan_and_changes_nothing(

@@ -8,7 +8,7 @@ from agent.log.store import SessionStore
 from agent.transcript.plan_review import PlanDecision, PlanReview
 from app.export import export_session
 from app.viewer import ReplayScreen, ViewerApp
-from tests.app.test_app_pilot import text_of
+from tests.support.pilot import text_of
 from tests.support.scripting import new_session, scripted
 from widgets.message_blocks import NoticeView
 from widgets.plan_view import PlanView

@@ -16,16 +16,8 @@ from textual.widgets import Input, Static
 from agent.log.store import SessionStore, read_events
 from agent.session.session import Session
 from app.app import LoopdeckApp
-from tests.app.test_app_pilot import (
-    SIZE,
-    Harness,
-    make_workspace,
-    send,
-    started,
-    text_of,
-    wait_for,
-    wait_idle,
-)
+from tests.support.app_harness import SIZE, Harness, make_workspace, send, started, wait_idle
+from tests.support.pilot import text_of, wait_for
 from tests.support.scripting import FakeRecorder, scripted
 from widgets.message_blocks import NoticeView, UserMessageView
 from widgets.model_picker import ModelPicker
@@ -507,7 +499,7 @@ async def test_esc_stops_a_running_bang_command(tmp_path: Path) -> None:
 
 
 async def test_a_bang_command_waits_for_an_idle_agent(tmp_path: Path) -> None:
-    from tests.app.test_app_pilot import FakeGateTool
+    from tests.support.app_harness import FakeGateTool
 
     gate = FakeGateTool()
     turns = [{"text": "", "tool_calls": [{"name": "gate", "arguments": {}}]}, {"text": "ok"}]
@@ -529,7 +521,7 @@ async def test_compact_with_a_focus_while_a_summary_runs_says_it_starts_over(
 ) -> None:
     from agent.models.base import COMPACTION_CALL
     from agent.models.scripted import Script, ScriptedModel
-    from tests.loop.test_compaction import FakeSlowSummaryModel
+    from tests.support.compaction import FakeSlowSummaryModel
 
     h = Harness(ANSWERS, make_workspace(tmp_path))
     model = FakeSlowSummaryModel(ScriptedModel(Script.model_validate({"turns": ANSWERS}), "s"))

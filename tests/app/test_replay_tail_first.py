@@ -13,7 +13,7 @@ from agent.log.replay import EventIndex
 from agent.log.store import SessionStore
 from agent.session.session import Session
 from app.viewer import ReplayScreen, ViewerApp
-from tests.loop.test_compaction import notes, tool_turn
+from tests.support.compaction import notes, tool_turn
 from tests.support.scripting import new_session, scripted
 
 

@@ -30,9 +30,9 @@ from textual.pilot import Pilot
 
 from agent.events.schema import UnknownData, event_from_json
 from agent.log.store import SessionNotFound
-from app.cli import main
 from app.locate import locate_session
 from app.viewer import ReplayScreen, ViewerApp, WatchScreen
+from tests.support.cli import run
 from tests.support.paths import FIXTURES
 from widgets.info_row import InfoRowView
 from widgets.message_blocks import (
@@ -534,16 +534,6 @@ def homes(tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     return copilot
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_sessions_copilot_lists_copilot_cli_sessions(

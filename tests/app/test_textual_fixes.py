@@ -18,7 +18,8 @@ from textual.widgets import Static
 
 from agent.transcript.blocks import TurnBlock
 from app import textual_fixes
-from tests.transcript.test_transcript import Stream, ToolSpec
+from tests.support.streams import Stream, ToolSpec
+from tests.support.timeline_app import FakeDeferredTimelineApp
 from widgets.timeline import Timeline
 from widgets.turn_digest import TurnDigest
 
@@ -75,11 +76,6 @@ async def test_a_removed_digest_drops_its_lines() -> None:
         assert digest._lines is None
 
 
-class FakeTimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(deferred=True, id="timeline")
-
-
 def add_turn(stream: Stream, timeline: Timeline, i: int) -> None:
     start = len(stream.events)
     stream.turn(
@@ -100,7 +96,7 @@ async def test_removed_widgets_are_freed_without_a_full_collection() -> None:
     stream = Stream()
     stream.start()
     stream.user("hi")
-    app = FakeTimelineApp()
+    app = FakeDeferredTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         timeline.max_mounted = 4

@@ -11,8 +11,9 @@ import pytest
 
 from app import gc_policy
 from app.gc_policy import FreezeSurvivors
-from tests.app.test_app_pilot import SIZE, Harness, started, wait_for, wait_idle
-from tests.app.test_app_pilot import workspace as workspace  # the fixture
+from tests.support.app_harness import SIZE, Harness, started, wait_idle
+from tests.support.app_harness import workspace as workspace  # the fixture
+from tests.support.pilot import wait_for
 
 QUIET_S = 1.0
 

@@ -22,7 +22,7 @@ from agent.events.schema import EventParseError, SessionWarningData, event_from_
 from agent.log.replay import EventIndex, LogFollower
 from agent.log.store import SessionStore, read_events
 from app.viewer import ViewerApp, WatchScreen
-from tests.app.test_cli import run, write_script
+from tests.support.cli import run, write_script
 from tests.support.paths import FIXTURES
 
 

@@ -13,10 +13,10 @@ import widgets.arming as arming
 from agent.extensions.mcp.config import load_config
 from agent.session.session import Session
 from app.app import LoopdeckApp
-from tests.app.test_app_pilot import text_of
-from tests.extensions.test_mcp_servers import fake_server
+from tests.support.mcp_harness import fake_server
+from tests.support.permission_ui import SIZE, armed, prompt_shown
+from tests.support.pilot import text_of, wait_for
 from tests.support.scripting import FakeRecorder, scripted
-from tests.widgets.test_permission_ui import SIZE, armed, prompt_shown, wait_for
 
 
 async def test_the_prompt_shows_server_tool_and_arguments_and_y_runs_it(

@@ -14,13 +14,13 @@ pytest.importorskip("copilot")
 
 from copilot import PermissionHandler
 
-from tests.server.test_sdk_runtime import (
+from tests.support.paths import ROOT
+from tests.support.sdk_runtime import (
     Recorder,
     new_client,
     script,
     within,
 )
-from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

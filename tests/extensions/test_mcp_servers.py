@@ -25,47 +25,18 @@ import pytest
 from agent.extensions.mcp.config import load_config
 from agent.log.store import SessionStore
 from app.cli import main
+from tests.support.mcp_harness import (
+    EVERYTHING,
+    FAKE,
+    INSTALL,
+    TIME,
+    fake_server,
+    needs_everything,
+    needs_time,
+    processes_with,
+)
 from tests.support.paths import ROOT
 from tests.support.scripting import new_session, scripted
-
-SERVERS = Path(os.environ.get("LOOPDECK_MCP_SERVERS", ROOT / ".cache" / "mcp-servers"))
-TIME = SERVERS / "venv" / "bin" / "mcp-server-time"
-EVERYTHING = SERVERS / "node" / "node_modules" / ".bin" / "mcp-server-everything"
-INSTALL = "install the MCP test servers with tests/support/mcp_servers.sh"
-needs_time = pytest.mark.skipif(not TIME.exists(), reason=f"no mcp-server-time: {INSTALL}")
-needs_everything = pytest.mark.skipif(
-    not EVERYTHING.exists(), reason=f"no server-everything (needs node): {INSTALL}"
-)
-FAKE = [sys.executable, "-m", "tests.support.fake_mcp_server"]
-
-
-def fake_server(
-    *extra: str, timeout_ms: int | None = None, env: dict[str, str] | None = None
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "command": FAKE[0],
-        "args": [*FAKE[1:], *extra],
-        "cwd": str(ROOT),
-        "tools": ["*"],
-        "env": env or {},
-    }
-    if timeout_ms is not None:
-        entry["timeout"] = timeout_ms
-    return entry
-
-
-def processes_with(marker: str) -> list[int]:
-    """The live processes whose environment holds ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (entry / "environ").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue  # gone, or not ours to read
-    return found
 
 
 def run_p(

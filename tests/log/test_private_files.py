@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent.log.writer import set_aside_torn_tail
-from tests.app.test_cli import run, write_script
+from tests.support.cli import run, write_script
 
 _BESIDE_PYTHON = Path(sys.executable).with_name("loopdeck")
 

@@ -31,32 +31,12 @@ from agent.models.context_window import (
     TokenMeter,
     estimate_tokens,
     limits_for,
-    message_text,
     uncalibrated_ratio,
 )
 from agent.models.scripted import Script, ScriptedModel
 from agent.session.session import Session
+from tests.support.compaction import WINDOW, FakeSlowSummaryModel, notes, request_tokens, tool_turn
 from tests.support.scripting import FakeCountingModel, new_session, scripted
-
-WINDOW = 8_000  # tokens: the system prompt and tools take ~2,500; a dozen reads fill the rest
-
-
-def request_tokens(messages: list[dict[str, Any]], tools: int = 0) -> int:
-    """What the session counts for a scripted model (four characters a token)."""
-    return sum(estimate_tokens(message_text(m)) + 4 for m in messages) + tools
-
-
-def tool_turn(i: int, path: str = "notes.txt") -> dict[str, Any]:
-    return {
-        "text": f"Step {i}: reading the notes again.",
-        "tool_calls": [{"name": "view", "arguments": {"path": path}}],
-    }
-
-
-def notes(workspace: Path, chars: int) -> None:
-    workspace.mkdir(exist_ok=True)
-    line = "the quick brown fox jumps over the lazy dog 0123456789\n"
-    (workspace / "notes.txt").write_text(line * (chars // len(line) + 1))
 
 
 def event(data: Any) -> Event:
@@ -242,22 +222,6 @@ async def test_a_long_run_compacts_and_no_request_exceeds_the_window(tmp_path: P
     assert "Read the notes forty times." in last[1]["content"]
     assert not seen.of("session.truncation")  # summaries were enough
     await session.close()
-
-
-class FakeSlowSummaryModel(FakeCountingModel):
-    """Its summary waits until the test lets it go: the loop must go on meanwhile."""
-
-    def __init__(self, inner: ScriptedModel) -> None:
-        super().__init__(inner)
-        self.release = asyncio.Event()
-
-    async def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, call_index: int
-    ) -> AsyncIterator[StreamItem]:
-        if call_index == COMPACTION_CALL:
-            await self.release.wait()
-        async for item in super().stream(messages, tools, call_index=call_index):
-            yield item
 
 
 async def test_the_loop_keeps_going_while_a_summary_is_made(tmp_path: Path) -> None:

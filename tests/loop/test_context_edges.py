@@ -23,7 +23,7 @@ from agent.models.select import read_config_file
 from agent.session.session import Session
 from app.cli import build_parser
 from app.model_setup import context_settings
-from tests.loop.test_compaction import FakeSlowSummaryModel, notes, request_tokens, tool_turn
+from tests.support.compaction import FakeSlowSummaryModel, notes, request_tokens, tool_turn
 from tests.support.fake_chunk_stream import FakeChunkStream
 from tests.support.scripting import FakeCountingModel, FakeRecorder, new_session, scripted
 

@@ -42,11 +42,6 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     assert not attempts, f"a test tried to use the network: {attempts}"
 
 
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    return import_litellm()
-
-
 async def collect(
     model: LiteLLMModel, tools: list[dict[str, Any]] | None = None, call_index: int = 0
 ) -> tuple[list[StreamItem], ModelReply]:

@@ -19,22 +19,13 @@ from agent.models.settings import (
     check_api_base,
     worst_case_seconds,
 )
+from tests.support.cli import run
 from tests.support.fake_openai_server import FakeOpenAIServer, empty_body, openai_server, text
 
 __all__ = ["openai_server"]  # the fixture
-from app.cli import build_parser, main
+from app.cli import build_parser
 from app.model_setup import SetupError, make_model, open_session, provider_settings
 from app.server.methods import Runtime
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -22,17 +22,11 @@ import pytest
 
 from agent.models.base import ProviderError, RetryPolicy, StreamItem, TextDelta
 from agent.models.litellm_client import PLACEHOLDER_API_KEY, LiteLLMModel
-from agent.models.litellm_import import import_litellm
 from agent.models.settings import worst_case_seconds
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 # A test that the timeouts do not hold fails here instead of hanging the suite.
 GUARD_SECONDS = 60.0
-
-
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    return import_litellm()
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from agent.events.schema import SessionErrorData
 from agent.log.store import SessionStore
 from agent.models.base import ModelReply, ProviderError, RetryPolicy, StreamItem
 from agent.models.litellm_client import LiteLLMModel
-from agent.models.litellm_import import import_litellm
 from agent.models.provider_errors import provider_error_from, strip_credentials
 from agent.session.session import Session
 from tests.support.fake_openai_server import (
@@ -44,11 +43,6 @@ def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if name.endswith(("_API_KEY", "_AUTH_TOKEN")):
             monkeypatch.delenv(name)
     yield
-
-
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    return import_litellm()
 
 
 def closed_port() -> int:

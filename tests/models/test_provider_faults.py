@@ -11,11 +11,8 @@ run resumes against a healthy server.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +21,8 @@ import pytest
 from agent.events.schema import WARNING_OUTPUT_TRUNCATED
 from agent.loop.history import SUMMARY_PREFIX
 from agent.models.litellm_import import import_litellm
-from app.cli import main
 from app.exit_codes import EXIT_AUTOPILOT_CAP, EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from tests.support.config import write_config
 from tests.support.fake_openai_server import (
     Behaviour,
     FakeOpenAIServer,
@@ -44,52 +41,35 @@ from tests.support.fake_openai_server import (
     text,
     tool_call,
 )
+from tests.support.provider_faults import (
+    FAST,
+    IDLE_TIMEOUT,
+    KEY,
+    LEAK_MARK,
+    MAX_RETRIES,
+    MODEL,
+    NOTES,
+    PLAIN_KEY,
+    PROMPT,
+    SERVER_MAX_BLOCK,
+    SLACK,
+    TIMING_OUT,
+    Run,
+    run_cli,
+    wall_time,
+)
+from tests.support.provider_faults import nothing_left_running as nothing_left_running  # autouse
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 
 # litellm's own use of deprecated pydantic attributes, not ours.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm")
 
-# Distinctive, so a leak of even part of it is found; "sk-" shaped like a real key.
-KEY = "sk-fake-DO-NOT-LEAK-5f0c2e9a7b1d4c3e"
-# No well-known key shape: only knowing the value can keep it out of messages.
-PLAIN_KEY = "local-DO-NOT-LEAK-83be61f0a2c9"
-LEAK_MARK = "DO-NOT-LEAK"
-MODEL = "openai/fake-model"
-PROMPT = "find the needle"
-NOTES = "a needle in a haystack\n"
-
-# Retries are fast so the matrix takes seconds; timeouts are short only where a case
-# waits for one (a loaded machine must not turn a healthy reply into a timeout).
-MAX_RETRIES = 2
-FAST = {
-    "connect_timeout": 5,
-    "idle_timeout": 30,
-    "max_retries": MAX_RETRIES,
-    "retry_base_delay": 0.01,
-}
-IDLE_TIMEOUT = 1.5
-TIMING_OUT = {**FAST, "idle_timeout": IDLE_TIMEOUT, "max_retries": 1}
-# A hang or stall is released by the server after this long, so that a client
-# without a working timeout fails the time bound instead of hanging the suite.
-SERVER_MAX_BLOCK = 25.0
-# Added to each case's computed worst case: process start-up work and a loaded machine.
-SLACK = 6.0
-
 
 @pytest.fixture(scope="module", autouse=True)
 def litellm_imported() -> None:
     # Paid once, so no case's time bound includes the import.
     import_litellm()
-
-
-@pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    """No thread a case started (server handlers, the client's workers) outlives it."""
-    before = set(threading.enumerate())
-    yield
-    left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
-    assert not left, left
 
 
 @pytest.fixture
@@ -105,49 +85,6 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (ws / "notes.txt").write_text(NOTES, encoding="utf-8")
     monkeypatch.chdir(ws)
     return ws
-
-
-def write_config(tmp_path: Path, values: dict[str, Any]) -> None:
-    """config.toml in $XDG_CONFIG_HOME/loopdeck (conftest points it at tmp_path/config)."""
-    folder = tmp_path / "config" / "loopdeck"
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [f"{key} = {json.dumps(value)}" for key, value in values.items()]
-    (folder / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-    seconds: float
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def of(self, etype: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == etype]
-
-    @property
-    def session_id(self) -> str:
-        for etype in ("session.start", "session.resume"):
-            for event in self.of(etype):
-                if "sessionId" in event["data"]:
-                    return str(event["data"]["sessionId"])
-        raise AssertionError("no session id in the output")
-
-
-def run_cli(capfd: pytest.CaptureFixture[str], *argv: str) -> Run:
-    """``loopdeck -p … --output-format json`` in this process; fd-level capture, so
-    whatever any library prints to the real stdout/stderr is seen too."""
-    capfd.readouterr()
-    started = time.monotonic()
-    try:
-        code = main([*argv, "--output-format", "json"])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    seconds = time.monotonic() - started
-    out, err = capfd.readouterr()
-    events = [json.loads(line) for line in out.splitlines() if line.strip()]
-    return Run(code, out, err, seconds, events)
 
 
 def prompt_args(server: FakeOpenAIServer, prompt: str = PROMPT) -> list[str]:
@@ -427,10 +364,6 @@ def test_fault(
     assert_key_nowhere(resumed, loopdeck_home, KEY)
 
 
-def _seconds(event: dict[str, Any]) -> float:
-    return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
-
-
 def check_specifics(
     case: Case, run: Run, log: list[dict[str, Any]], requests: list[RecordedRequest]
 ) -> None:
@@ -468,7 +401,7 @@ def check_specifics(
             # events: when the server thread got to each request varies with load.
             [start] = run.of("assistant.turn_start")
             [retry] = run.of("assistant.turn_retry")
-            waited = _seconds(retry) - _seconds(start)
+            waited = wall_time(retry) - wall_time(start)
             assert waited >= IDLE_TIMEOUT - 0.01, waited  # stamps are to the millisecond
         case _:
             pass

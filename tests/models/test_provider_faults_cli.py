@@ -18,13 +18,22 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.models.test_provider_faults import (
+from tests.support.config import write_config
+from tests.support.fake_openai_server import (
+    Behaviour,
+    FakeOpenAIServer,
+    hang,
+    stall,
+    status,
+    text,
+)
+from tests.support.paths import ROOT
+from tests.support.provider_faults import (
     FAST,
     IDLE_TIMEOUT,
     KEY,
@@ -38,17 +47,8 @@ from tests.models.test_provider_faults import (
     TIMING_OUT,
     nothing_left_running,
     run_cli,
-    write_config,
+    wall_time,
 )
-from tests.support.fake_openai_server import (
-    Behaviour,
-    FakeOpenAIServer,
-    hang,
-    stall,
-    status,
-    text,
-)
-from tests.support.paths import ROOT
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 
@@ -197,11 +197,6 @@ def wait_all(procs: list[Proc], timeout: float) -> None:
         waiter.start()
     for waiter in waiters:
         waiter.join()
-
-
-def wall_time(event: dict[str, Any]) -> float:
-    """An event's timestamp as seconds since the epoch (like time.time())."""
-    return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
 def args_for(proc: Proc, *extra: str, prompt: str = PROMPT) -> list[str]:

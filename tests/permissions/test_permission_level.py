@@ -10,16 +10,13 @@ and restored on resume. Headless runs never ask and keep to their flags.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 
 import widgets.arming as arming
 from agent.events.permission_level import CONTENT_KEY, SOURCE, Level
-from agent.events.schema import ElicitationCompletedData, ElicitationRequestedData, Mode
+from agent.events.schema import Mode
 from agent.log.store import SessionStore, read_events
 from agent.permissions.rules import PermissionPolicy
 from agent.session.session import Session
@@ -27,120 +24,29 @@ from agent.transcript.blocks import NoticeBlock
 from agent.transcript.fold import Transcript
 from app.app import LoopdeckApp
 from app.cli import main
-from tests.app.test_app_pilot import text_of, texts
+from tests.support.app_harness import send
+from tests.support.cli import log_of
+from tests.support.clock import quick_arm as quick_arm  # the fixture
+from tests.support.permission_level import (
+    EDIT_AND_BUILD,
+    Harness,
+    dialog_armed,
+    dialog_gone,
+    opened,
+)
+from tests.support.permission_ui import FIXED, GREET, SIZE, wait_idle
+from tests.support.permission_ui import workspace as workspace  # the fixture
+from tests.support.pilot import text_of, texts, wait_for
 from tests.support.scripting import FakeRecorder, scripted
-from tests.widgets.test_permission_ui import EDIT, FIXED, GREET, SIZE, WAIT, bash
 from widgets.message_blocks import NoticeView
 from widgets.permission_level import PermissionLevelScreen
 
-DONE = {"name": "task_complete", "arguments": {"summary": "Fixed and built."}}
-EDIT_AND_BUILD = [
-    {"text": "Fixing, then building.", "tool_calls": [EDIT, bash("touch built.txt")]},
-    {"text": "", "tool_calls": [DONE]},
-]
 # A resumed session's model calls go on counting: its first call was the "Hello." turn.
 AFTER_HELLO = [{"text": "Hello."}, *EDIT_AND_BUILD]
 NO_RULE = "denied-no-approval-rule-and-could-not-request-from-user"
 
 
-class Harness:
-    """The app over a scripted session, recording the session's events."""
-
-    def __init__(
-        self,
-        cwd: Path,
-        *,
-        turns: list[dict[str, Any]] | None = None,
-        mode: Mode = "interactive",
-        policy: PermissionPolicy | None = None,
-        initial_prompt: str | None = None,
-        store: SessionStore | None = None,
-    ) -> None:
-        self.model = scripted(turns if turns is not None else EDIT_AND_BUILD)
-        self.recorder = FakeRecorder()
-
-        async def opener() -> Session:
-            session = await Session.create(
-                model=self.model, cwd=cwd, mode=mode, store=store, policy=policy
-            )
-            session.subscribe(self.recorder)
-            return session
-
-        self.app = LoopdeckApp(opener, initial_prompt=initial_prompt, nudge_cap=5)
-
-    @property
-    def session(self) -> Session:
-        assert self.app.session is not None, "the session has not opened"
-        return self.app.session
-
-    def results(self) -> list[str]:
-        """Each permission.completed's result kind, in order."""
-        return [str(e.data.result["kind"]) for e in self.recorder.of("permission.completed")]  # type: ignore[attr-defined]
-
-    def questions(self) -> list[ElicitationRequestedData]:
-        out = [e.data for e in self.recorder.of("elicitation.requested")]
-        assert all(isinstance(d, ElicitationRequestedData) for d in out)
-        return out  # type: ignore[return-value]
-
-    def answers(self) -> list[ElicitationCompletedData]:
-        out = [e.data for e in self.recorder.of("elicitation.completed")]
-        assert all(isinstance(d, ElicitationCompletedData) for d in out)
-        return out  # type: ignore[return-value]
-
-    def dialog(self) -> PermissionLevelScreen | None:
-        screen = self.app.screen
-        return screen if isinstance(screen, PermissionLevelScreen) else None
-
-
-async def wait_for(pilot: Pilot[Any], check: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.01)
-
-
-async def opened(pilot: Pilot[Any], h: Harness) -> None:
-    await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
-
-
-async def dialog_armed(pilot: Pilot[Any], h: Harness) -> PermissionLevelScreen:
-    await wait_for(
-        pilot, lambda: (d := h.dialog()) is not None and d.arming.armed, "the level dialog"
-    )
-    dialog = h.dialog()
-    assert dialog is not None
-    return dialog
-
-
-async def dialog_gone(pilot: Pilot[Any], h: Harness) -> None:
-    await wait_for(pilot, lambda: h.dialog() is None, "the dialog to close")
-    await pilot.pause()
-
-
-async def send(pilot: Pilot[Any], h: Harness, text: str) -> None:
-    h.app.prompt.text = text
-    await pilot.press("enter")
-
-
-async def wait_idle(pilot: Pilot[Any], h: Harness) -> None:
-    await wait_for(
-        pilot, lambda: bool(h.recorder.of("session.idle")) and not h.session.busy, "session.idle"
-    )
-    await pilot.pause()
-
-
-@pytest.fixture(autouse=True)
-def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "greet.py").write_text(GREET, encoding="utf-8")
-    return ws
+pytestmark = pytest.mark.usefixtures("quick_arm")
 
 
 # --- what counts as "the rules would deny" ---------------------------------------------------
@@ -455,12 +361,7 @@ def test_headless_autopilot_keeps_to_its_flags_even_on_a_session_with_a_level(
     assert code == 0
     assert (workspace / "greet.py").read_text() == GREET  # rule-driven: denied
     assert not (workspace / "built.txt").exists()
-    log = store_lines(loopdeck_home, sid)
+    log = log_of(loopdeck_home, sid)
     assert [e["type"] for e in log].count("elicitation.requested") == 1  # only the app's
     results = [e["data"]["result"]["kind"] for e in log if e["type"] == "permission.completed"]
     assert results == [NO_RULE, NO_RULE]
-
-
-def store_lines(home: Path, sid: str) -> list[dict[str, Any]]:
-    path = home / "session-state" / sid / "events.jsonl"
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]

@@ -24,6 +24,7 @@ from agent.permissions.rules import (
 from agent.permissions.shell_commands import parse_line
 from agent.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry
+from tests.support.permission_ui import bash
 from tests.support.scripting import new_session, scripted
 
 # --- rules -----------------------------------------------------------------------
@@ -151,10 +152,6 @@ class FakeWriteTool(Tool):
 
 def fake_tools(mode: str) -> ToolRegistry:
     return ToolRegistry([FakeShellTool(), FakeWriteTool()])
-
-
-def bash(command: str) -> dict[str, Any]:
-    return {"name": "bash", "arguments": {"command": command}}
 
 
 @pytest.fixture(autouse=True)

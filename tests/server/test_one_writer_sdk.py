@@ -3,45 +3,22 @@ session another runtime process writes is an error naming that process."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import shutil
-import sys
 import uuid
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 copilot = pytest.importorskip("copilot")
 
-from copilot import CopilotClient, PermissionHandler, RuntimeConnection  # noqa: E402
+from copilot import PermissionHandler  # noqa: E402
 from copilot._jsonrpc import JsonRpcError  # noqa: E402
 
 from agent.log.lock import read_holder  # noqa: E402
 from agent.log.store import read_events  # noqa: E402
 from app.server.rpc import SERVER_ERROR  # noqa: E402
-
-T = 30.0
-_BESIDE_PYTHON = Path(sys.executable).with_name("loopdeck")
-LOOPDECK = (
-    str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("loopdeck") or "loopdeck"
-)
-R = TypeVar("R")
-
-
-async def within(awaitable: Awaitable[R]) -> R:
-    return await asyncio.wait_for(awaitable, T)
-
-
-def new_client(home: Path, cwd: Path) -> CopilotClient:
-    env = {**os.environ, "LOOPDECK_HOME": str(home)}
-    env.pop("LOOPDECK_MODEL", None)
-    return CopilotClient(
-        connection=RuntimeConnection.for_stdio(path=LOOPDECK), env=env, working_directory=str(cwd)
-    )
+from tests.support.sdk_runtime import T, new_client, within  # noqa: E402
 
 
 async def test_session_resume_of_a_session_another_runtime_writes_is_an_error(

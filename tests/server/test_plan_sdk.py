@@ -18,7 +18,7 @@ from copilot.generated.session_events import (  # noqa: E402
     SessionPlanChangedData,
 )
 
-from tests.server.test_sdk_runtime import Recorder, Runtime, new_session, shared, within  # noqa: E402
+from tests.support.sdk_runtime import Recorder, Runtime, new_session, shared, within  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 __all__ = ["shared"]  # the module's runtime, started once

@@ -18,13 +18,7 @@ from copilot.generated.session_events import (  # noqa: E402
     UserMessageData,
 )
 
-from tests.server.test_sdk_runtime import (  # noqa: E402
-    Recorder,
-    T,
-    new_client,
-    script,
-    within,
-)
+from tests.support.sdk_runtime import Recorder, T, new_client, script, within  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

@@ -14,17 +14,13 @@ import asyncio
 import itertools
 import json
 import os
-import shutil
 import socket
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-import pytest_asyncio
 
 copilot = pytest.importorskip("copilot")
 
@@ -43,7 +39,6 @@ from copilot.generated.rpc import (  # noqa: E402
     SessionHistoryCompactRequest,
 )
 from copilot.generated.session_events import (  # noqa: E402
-    AssistantMessageData,
     PermissionRequestCustomTool,
     PermissionRequestedData,
     PermissionRequestWrite,
@@ -61,99 +56,23 @@ from agent.loop.history import History  # noqa: E402
 from agent.transcript.blocks import RawBlock  # noqa: E402
 from agent.transcript.fold import Transcript  # noqa: E402
 from tests.support.paths import ROOT  # noqa: E402
+from tests.support.sdk_runtime import (  # noqa: E402
+    LOOPDECK,
+    Recorder,
+    Runtime,
+    T,
+    final_text,
+    new_client,
+    new_session,
+    runtime_env,
+    script,
+    within,
+)
+from tests.support.sdk_runtime import shared as shared  # noqa: E402  (the fixture)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-T = 30.0  # seconds any single await may take
-_BESIDE_PYTHON = Path(sys.executable).with_name("loopdeck")
-LOOPDECK = (
-    str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("loopdeck") or "loopdeck"
-)
 EXAMPLE = ROOT / "examples" / "sdk_app.py"
-R = TypeVar("R")
-
-
-async def within(awaitable: Awaitable[R], timeout: float = T) -> R:
-    return await asyncio.wait_for(awaitable, timeout)
-
-
-def runtime_env(home: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["LOOPDECK_HOME"] = str(home)
-    env.pop("LOOPDECK_MODEL", None)
-    return env
-
-
-def new_client(home: Path, cwd: Path) -> CopilotClient:
-    return CopilotClient(
-        connection=RuntimeConnection.for_stdio(path=LOOPDECK),
-        env=runtime_env(home),
-        working_directory=str(cwd),
-    )
-
-
-def script(folder: Path, turns: list[dict[str, Any]]) -> str:
-    path = folder / f"script-{uuid.uuid4().hex[:8]}.json"
-    path.write_text(json.dumps({"turns": turns}), encoding="utf-8")
-    return f"scripted:{path}"
-
-
-class Recorder:
-    """Collects a session's events as the SDK delivers them."""
-
-    def __init__(self) -> None:
-        self.events: list[SessionEvent] = []
-
-    def __call__(self, event: SessionEvent) -> None:
-        self.events.append(event)
-
-    def types(self, *, deltas: bool = False) -> list[str]:
-        return [e.type.value for e in self.events if deltas or not e.type.value.endswith("_delta")]
-
-    def of(self, etype: str) -> list[SessionEvent]:
-        return [e for e in self.events if e.type.value == etype]
-
-    async def wait_for(self, etype: str, timeout: float = T) -> SessionEvent:
-        async def poll() -> SessionEvent:
-            while True:
-                found = self.of(etype)
-                if found:
-                    return found[0]
-                await asyncio.sleep(0.01)
-
-        return await within(poll(), timeout)
-
-
-@dataclass
-class Runtime:
-    client: CopilotClient
-    home: Path
-    workspace: Path
-    scripts: Path
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runtime]:
-    base = tmp_path_factory.mktemp("sdk")
-    workspace = base / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# Demo\n\nThe answer is 42.\n", encoding="utf-8")
-    scripts = base / "scripts"
-    scripts.mkdir()
-    client = new_client(base / "home", workspace)
-    await within(client.start())
-    yield Runtime(client, base / "home", workspace, scripts)
-    await within(client.stop())
-
-
-async def new_session(rt: Runtime, turns: list[dict[str, Any]], **kwargs: Any) -> Any:
-    kwargs.setdefault("on_permission_request", PermissionHandler.approve_all)
-    return await within(rt.client.create_session(model=script(rt.scripts, turns), **kwargs))
-
-
-def final_text(event: SessionEvent | None) -> str:
-    assert event is not None and isinstance(event.data, AssistantMessageData)
-    return event.data.content
 
 
 # --- the basics ------------------------------------------------------------------

@@ -24,15 +24,8 @@ from copilot.generated.session_events import (
     UserInputRequestedData,
 )
 
-from tests.server.test_sdk_runtime import (
-    Recorder,
-    Runtime,
-    T,
-    new_client,
-    new_session,
-    within,
-)
-from tests.widgets.test_ask_user_ui import CHOICES, QUESTION, ask, todos
+from tests.support.ask_user import CHOICES, QUESTION, ask, todos
+from tests.support.sdk_runtime import Recorder, Runtime, T, new_client, new_session, within
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

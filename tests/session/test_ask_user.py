@@ -29,9 +29,9 @@ from agent.transcript.blocks import NoticeBlock, TurnBlock
 from agent.transcript.fold import fold
 from app.cli import main
 from app.export import export_session
+from tests.support.ask_user import CHOICES, QUESTION, ask, todos
 from tests.support.paths import FIXTURES
 from tests.support.scripting import new_session, scripted
-from tests.widgets.test_ask_user_ui import CHOICES, QUESTION, ask, todos
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 

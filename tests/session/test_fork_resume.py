@@ -16,7 +16,7 @@ from copilot.generated.session_events import session_event_from_dict
 
 from agent.log.store import ForeignSession, SessionNotFound, SessionStore
 from agent.models.scripted import Script, ScriptedModel
-from app.cli import main
+from tests.support.cli import only_session, run
 from tests.support.paths import FIXTURES
 from tests.support.scripting import FakeCountingModel
 
@@ -60,22 +60,6 @@ def fake_model(monkeypatch: pytest.MonkeyPatch) -> FakeCountingModel:
     return model
 
 
-def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def only_session(home: Path) -> Path:
-    folders = [p for p in (home / "session-state").iterdir() if p.is_dir()]
-    assert len(folders) == 1, folders
-    return folders[0]
-
-
 def assert_copilot_conversation(messages: list[dict[str, Any]], prompt: str) -> None:
     """The first request holds the Copilot session's conversation, then ``prompt``."""
     roles = [m["role"] for m in messages]
@@ -111,7 +95,7 @@ def test_resuming_a_copilot_session_forks_it_and_leaves_every_byte_of_copilot_al
     workspace = tmp_path / "ws"
     workspace.mkdir()
     before = tree_state(copilot_home)
-    code, _, err = run_main(capsys, "-p", "Now say bye.", "--resume", spec, "--cwd", str(workspace))
+    code, _, err = run(capsys, "-p", "Now say bye.", "--resume", spec, "--cwd", str(workspace))
     assert code == 0, err
     assert tree_state(copilot_home) == before  # same files, same bytes, nothing new
 
@@ -148,10 +132,10 @@ def test_a_fork_resumes_in_place_afterwards(
     fake_model: FakeCountingModel,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, _, err = run_main(capsys, "-p", "One.", "--resume", COPILOT_ID[:8])
+    code, _, err = run(capsys, "-p", "One.", "--resume", COPILOT_ID[:8])
     assert code == 0, err
     fork = only_session(loopdeck_home)
-    code, _, err = run_main(capsys, "-p", "Two.", "--resume", fork.name[:8])
+    code, _, err = run(capsys, "-p", "Two.", "--resume", fork.name[:8])
     assert code == 0, err
     assert only_session(loopdeck_home) == fork  # no second fork: it is loopdeck's own
     second = fake_model.seen_messages[-1]
@@ -169,7 +153,7 @@ def test_a_session_shut_down_mid_turn_is_forked_with_its_open_call_closed(
     origin.mkdir()
     shutil.copy(SHUTDOWN_MID_TURN_LOG, origin / "events.jsonl")
     before = tree_state(origin)
-    code, _, err = run_main(capsys, "-p", "Did it work?", "--resume", str(origin))
+    code, _, err = run(capsys, "-p", "Did it work?", "--resume", str(origin))
     assert code == 0, err
     assert tree_state(origin) == before
     messages = fake_model.seen_messages[0]
@@ -222,7 +206,7 @@ def test_a_link_out_of_the_store_is_forked_not_written_through(
     link = loopdeck_home / "session-state" / "linked-session"
     link.symlink_to(copilot_home / "session-state" / COPILOT_ID)
     before = tree_state(copilot_home)
-    code, _, err = run_main(capsys, "-p", "Hi.", "--resume", "linked-session")
+    code, _, err = run(capsys, "-p", "Hi.", "--resume", "linked-session")
     assert code == 0, err
     assert tree_state(copilot_home) == before
     forks = [p for p in (loopdeck_home / "session-state").iterdir() if not p.is_symlink()]
@@ -251,11 +235,11 @@ def test_no_id_leads_out_of_the_store(tmp_path: Path, loopdeck_home: Path) -> No
 def test_resume_of_a_path_that_is_not_a_session_says_so(
     tmp_path: Path, fake_model: FakeCountingModel, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run_main(capsys, "-p", "x", "--resume", str(tmp_path / "nowhere"))
+    code, _, err = run(capsys, "-p", "x", "--resume", str(tmp_path / "nowhere"))
     assert code == 2 and "no such file or folder" in err
-    code, _, err = run_main(capsys, "-p", "x", "--resume", str(tmp_path))
+    code, _, err = run(capsys, "-p", "x", "--resume", str(tmp_path))
     assert code == 2 and "holds no events.jsonl" in err
-    code, _, err = run_main(capsys, "-p", "x", "--resume", "ffffffff")
+    code, _, err = run(capsys, "-p", "x", "--resume", "ffffffff")
     assert code == 2 and "no session 'ffffffff'" in err
 
 
@@ -265,10 +249,10 @@ def test_an_export_of_a_fork_is_the_fork_and_names_its_origin(
     fake_model: FakeCountingModel,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, _, err = run_main(capsys, "-p", "Now say bye.", "--resume", COPILOT_ID[:8])
+    code, _, err = run(capsys, "-p", "Now say bye.", "--resume", COPILOT_ID[:8])
     assert code == 0, err
     fork = only_session(loopdeck_home)
-    code, out, err = run_main(capsys, "export", fork.name[:8])
+    code, out, err = run(capsys, "export", fork.name[:8])
     assert code == 0, err
     assert out.splitlines()[0] == f"# Session {fork.name}"
     assert f"Forked from GitHub Copilot CLI session {COPILOT_ID}" in out
@@ -321,7 +305,7 @@ def test_every_hint_under_sessions_copilot_is_a_command_that_works(
     monkeypatch.setenv("COLUMNS", "250")  # the first prompt uncut
     before = tree_state(copilot_home)
 
-    code, out, err = run_main(capsys, "sessions", "--copilot")
+    code, out, err = run(capsys, "sessions", "--copilot")
     assert code == 0, err
     assert out.splitlines()[1].split()[0] == local_id[:8]  # this directory's first
     hints = re.findall(r"loopdeck [^\n]*?(?=   |\n|$)", out.split("\n\n", 1)[1])
@@ -332,7 +316,7 @@ def test_every_hint_under_sessions_copilot_is_a_command_that_works(
         "loopdeck export ID",
     ], out
     # The listing it points to shows the other one.
-    code, out, err = run_main(capsys, *hints[0].split()[1:])
+    code, out, err = run(capsys, *hints[0].split()[1:])
     assert code == 0 and COPILOT_ID[:8] in out, err
 
     opened: list[Path] = []
@@ -343,7 +327,7 @@ def test_every_hint_under_sessions_copilot_is_a_command_that_works(
         argv = hint.replace("ID", shown_id).split()[1:]
         if argv[0] == "--resume":
             argv = ["-p", "Go on.", *argv]  # the app, headless: the same session is opened
-        code, out, err = run_main(capsys, *argv)
+        code, out, err = run(capsys, *argv)
         assert code == 0, (hint, err)
         if argv[0] == "export":
             assert "Run the shell command `echo hello`" in out
@@ -351,7 +335,7 @@ def test_every_hint_under_sessions_copilot_is_a_command_that_works(
     assert_copilot_conversation(fake_model.seen_messages[0], "Go on.")
     assert tree_state(copilot_home) == before
     # The fork is listed with its origin.
-    code, out, err = run_main(capsys, "sessions", "--all")
+    code, out, err = run(capsys, "sessions", "--all")
     assert code == 0 and f"⑂ copilot {COPILOT_ID[:8]}: Run the shell command" in out, out
 
 
@@ -366,7 +350,7 @@ def test_lines_of_the_origin_that_are_not_events_are_left_out_with_a_warning(
     result = '{"type":"result","timestamp":"2026-08-03T10:40:00.000Z","exitCode":0}'
     text = TOOL_CALL_LOG.read_text() + "not json\n" + result + "\n" + '{"type":"assistant.tu'
     (origin / "events.jsonl").write_text(text)
-    code, _, err = run_main(capsys, "-p", "Next.", "--resume", str(origin))
+    code, _, err = run(capsys, "-p", "Next.", "--resume", str(origin))
     assert code == 0, err
     assert (origin / "events.jsonl").read_text() == text
     lines = (only_session(loopdeck_home) / "events.jsonl").read_text().splitlines()

@@ -256,7 +256,7 @@ async def test_a_message_steered_into_a_running_loop_keeps_its_attachments(
 ) -> None:
     import asyncio
 
-    from tests.app.test_app_pilot import FakeGateTool
+    from tests.support.app_harness import FakeGateTool
 
     gate = FakeGateTool()
     ws = tmp_path / "ws"

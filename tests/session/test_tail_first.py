@@ -24,7 +24,7 @@ from agent.session.session import Session
 from agent.session.tail_resume import TailPreview, plan_resume, read_tail
 from agent.system.ripgrep import find_rg
 from app.resume_view import counts_before
-from tests.loop.test_compaction import notes, tool_turn
+from tests.support.compaction import notes, tool_turn
 from tests.support.paths import ROOT
 from tests.support.scripting import new_session, scripted
 

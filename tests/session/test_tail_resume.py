@@ -16,7 +16,7 @@ from agent.log.store import SessionStore, read_events
 from agent.loop.history import SUMMARY_PREFIX, History
 from agent.session.session import Session
 from agent.session.tail_resume import plan_resume
-from tests.loop.test_compaction import WINDOW, notes, tool_turn
+from tests.support.compaction import WINDOW, notes, tool_turn
 from tests.support.paths import FIXTURES
 from tests.support.scripting import new_session, scripted
 

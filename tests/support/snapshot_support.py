@@ -8,7 +8,9 @@ differ is pinned here:
 * session, event and message ids come from :class:`FakeUuid` (a counter);
 * the prompt's cursor does not blink;
 * the screenshot is taken only once the session is idle and nothing is streaming,
-  spinning or mounting (:func:`settle`).
+  spinning or mounting (:func:`settle`; :func:`keys_then_settle` for replay);
+* a shot taken mid-turn waits for the reply's text (:func:`text_shown`) and closes the
+  session before the app exits (:func:`close_session_on_exit`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App
 from textual.pilot import Pilot
 
 import agent.events.base
@@ -31,6 +34,8 @@ from agent.events.schema import Mode
 from agent.session.session import Session
 from app.app import LoopdeckApp
 from tests.support.scripting import scripted
+from widgets.tool_card import ToolCard
+from widgets.turn_view import TurnView
 
 TERMINAL = (100, 34)  # (columns, rows) used by every snapshot unless a test needs more
 SETTLE_TIMEOUT = 10.0  # seconds a scripted session may take to go idle
@@ -231,3 +236,80 @@ def choose_level(
             await then(pilot)
 
     return run_before
+
+
+def text_shown(turn: TurnView) -> bool:
+    """The turn's streamed reply is all in its Markdown widget (the turn still runs)."""
+    stream = turn._stream
+    body = turn._body
+    return (
+        turn._flush_timer is None
+        and not turn._pending
+        and (stream is None or not stream._pending)
+        and body is not None
+        and getattr(body, "source", None) == turn.block.text
+    )
+
+
+def close_session_on_exit(app: LoopdeckApp) -> None:
+    """The screenshot exits the app mid-turn; close the session first, as quitting does,
+    so the waiting turn is aborted while the app still runs (not torn down after it)."""
+    exit_now = app.exit
+
+    def exit_after_close(result: Any = None, return_code: int = 0, message: Any = None) -> None:
+        async def close_then_exit() -> None:
+            if app.session is not None:
+                await app.session.close()
+            exit_now(result, return_code, message)
+
+        app.call_later(close_then_exit)
+
+    app.exit = exit_after_close  # type: ignore[method-assign]
+
+
+def _animating_replay(app: App[Any]) -> bool:
+    """The replay viewer's :func:`_animating`: a card spins or a turn streams or has text
+    to flush."""
+    spinning = any(card.is_spinning for card in app.query(ToolCard))
+    streaming = any(
+        turn._flush_timer is not None or turn._pending or turn._stream is not None
+        for turn in app.query(TurnView)
+    )
+    return spinning or streaming
+
+
+def keys_then_settle(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """A ``run_before`` for replay: press ``keys``, then wait until nothing animates."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while _animating_replay(pilot.app):
+            assert loop.time() < deadline, "the timeline kept animating"
+            await pilot.pause(0.02)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.fixture(autouse=True)
+def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clock and ids pinned for every test of a module that imports this (autouse)."""
+    pin_determinism(monkeypatch)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The :func:`make_workspace` project, with HOME its parent: the welcome line shows
+    the workspace relative to $HOME, "~/ws" on every machine."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return make_workspace(tmp_path)
+
+
+def token_usage(prompt: int, completion: int) -> dict[str, int]:
+    """A scripted turn's ``usage``."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion}

@@ -22,6 +22,7 @@ from agent.session.session import Session
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.bash import BashArgs, BashTool
 from app.cli import main
+from tests.support.config import write_config
 from tests.support.scripting import FakeRecorder, scripted
 
 LANDLOCK = probe()
@@ -362,13 +363,6 @@ def test_the_status_bar_shows_the_sandbox() -> None:
 
 
 # --- flags and config ---------------------------------------------------------------
-
-
-def write_config(tmp_path: Path, text: str) -> Path:
-    config = tmp_path / "config" / "loopdeck" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(text)
-    return config
 
 
 def test_config_reads_sandbox_keys(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from agent.sandbox.secrets import EnvFilter, SecretMasker, mask
 from agent.tools.base import ToolContext
 from agent.tools.bash import BashArgs, BashTool, child_env
 from app.cli import main
+from tests.support.config import write_config
 
 OPENAI = "sk-proj-openai-test-0123456789abcdef"
 ANTHROPIC = "sk-ant-anthropic-test-0123456789"
@@ -103,12 +104,6 @@ def test_tool_events_are_masked_and_others_left_alone() -> None:
 
 def test_short_values_are_not_treated_as_secrets() -> None:
     assert EnvFilter().secret_values({"SOME_KEY": "1", "OTHER_TOKEN": "true"}) == []
-
-
-def write_config(tmp_path: Path, text: str) -> None:
-    config = tmp_path / "config" / "loopdeck" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(text)
 
 
 def test_keys_never_reach_the_log_stdout_exports_or_logs(

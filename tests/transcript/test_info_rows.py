@@ -17,7 +17,6 @@ from typing import Any
 from copilot.generated.session_events import SessionEventType, session_event_from_dict
 from rich.console import Console, Group
 from rich.syntax import Syntax
-from textual.app import App, ComposeResult
 
 from agent.events.schema import event_from_dict
 from agent.log.store import read_events
@@ -27,7 +26,8 @@ from agent.transcript.info_rows import INFO_TYPES
 from app.export import export_session, to_html, to_markdown
 from app.viewer import ReplayScreen, ViewerApp
 from tests.support.paths import FIXTURES
-from tests.transcript.test_transcript import Stream
+from tests.support.streams import Stream
+from tests.support.timeline_app import FakeTimelineApp
 from widgets.info_row import InfoRowView, ReasoningView
 from widgets.timeline import Timeline
 from widgets.tool_card import card_renderable
@@ -264,13 +264,8 @@ def test_streamed_reasoning_is_not_repeated_by_the_message() -> None:
     )
 
 
-class TimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(id="timeline")
-
-
 async def test_a_history_turn_shows_thinking_collapsed_and_opens_it() -> None:
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test(size=(100, 40)) as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(read_events(real("lantern-ask")).events)
@@ -288,7 +283,7 @@ async def test_a_live_turn_shows_its_reasoning_as_it_streams() -> None:
     stream = Stream()
     stream.start()
     stream.user("hi")
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test(size=(100, 30)) as pilot:
         timeline = app.query_one(Timeline)
         for event in stream.events:
@@ -316,7 +311,7 @@ async def test_a_live_turn_shows_its_reasoning_as_it_streams() -> None:
 
 
 async def test_an_info_row_opens_on_enter() -> None:
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test(size=(100, 40)) as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(read_events(real("irrlicht-2-12_context-compaction")).events)

@@ -18,35 +18,14 @@ from textual.pilot import Pilot
 
 import widgets.arming as arming
 from agent.events.schema import ToolExecutionCompleteData, UserInputCompletedData
-from tests.app.test_app_pilot import text_of
-from tests.widgets.test_permission_ui import (
-    SIZE,
-    FakeMonotonic,
-    Harness,
-    type_text,
-    wait_for,
-    wait_idle,
-)
+from tests.support.ask_user import CHOICES, QUESTION, ask, todos
+from tests.support.clock import FakeMonotonic
+from tests.support.clock import clock as clock  # the fixture
+from tests.support.clock import quick_arm as quick_arm  # the fixture
+from tests.support.permission_ui import SIZE, Harness, wait_idle
+from tests.support.pilot import text_of, type_text, wait_for
 from widgets.ask_user_prompt import AskUserPromptView
 from widgets.message_blocks import NoticeView
-
-QUESTION = "Which database should I use?"
-CHOICES = ["PostgreSQL (Recommended)", "MySQL", "SQLite"]
-
-
-def ask(question: str = QUESTION, choices: list[str] | None = CHOICES) -> dict[str, Any]:
-    arguments: dict[str, Any] = {"question": question}
-    if choices is not None:
-        arguments["choices"] = choices
-    return {"name": "ask_user", "arguments": arguments}
-
-
-def todos(*rows: tuple[str, str, str]) -> dict[str, Any]:
-    return {
-        "name": "update_todos",
-        "arguments": {"todos": [{"id": i, "title": t, "status": s} for i, t, s in rows]},
-    }
-
 
 ASK_THEN_ANSWER = [{"text": "One question first.", "tool_calls": [ask()]}, {"text": "Noted."}]
 
@@ -56,11 +35,6 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
-
-
-@pytest.fixture
-def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
 
 
 def question_view(h: Harness) -> AskUserPromptView | None:
@@ -167,13 +141,6 @@ async def test_a_question_without_choices_takes_text(workspace: Path) -> None:
         await pilot.press("enter")
         await wait_idle(pilot, h)
         assert answers(h) == [("deckard", True)]
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
-    fake = FakeMonotonic()
-    monkeypatch.setattr(arming, "time", fake)
-    return fake
 
 
 async def test_keys_typed_as_the_question_appears_do_not_answer_it(

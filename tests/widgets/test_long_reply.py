@@ -11,28 +11,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from rich.markdown import Markdown as RichMarkdown
 from textual.widgets import Markdown, Static
 
 from agent.models.base import ModelReply, RetryPolicy, StreamItem, TextDelta
-from tests.app.test_app_pilot import (
+from tests.support.app_harness import (
     SIZE,
     Harness,
-    make_workspace,
     send,
     settled,
     started,
-    wait_for,
     wait_idle,
 )
+from tests.support.app_harness import workspace as workspace  # the fixture
+from tests.support.pilot import wait_for
 from widgets.turn_view import FREEZE_AT, TurnView
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
-
 
 PIECE = 400  # characters streamed at a time: a freeze every few pieces
 

@@ -12,17 +12,12 @@ from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
-from textual.app import App, ComposeResult
 
-from tests.app.test_app_pilot import wait_for
-from tests.transcript.test_transcript import Stream
+from tests.support.pilot import wait_for
+from tests.support.streams import Stream
+from tests.support.timeline_app import FakeTimelineApp
 from widgets.markdown_split import shared_parser, thread_parser
 from widgets.timeline import Timeline
-
-
-class FakeTimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(id="timeline")
 
 
 async def test_streamed_turns_reuse_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,8 +9,9 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 
 from agent.transcript.fold import Transcript
-from tests.app.test_app_pilot import Harness, make_workspace, started, text_of, wait_for
-from tests.transcript.test_transcript import Stream
+from tests.support.app_harness import Harness, make_workspace, started
+from tests.support.pilot import text_of, wait_for
+from tests.support.streams import Stream
 from widgets.status_bar import StatusBar
 
 NARROW = (80, 24)

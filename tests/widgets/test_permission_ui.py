@@ -10,8 +10,6 @@ a call without a rule is denied and the loop goes on; with ``allow_all`` it runs
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,173 +18,31 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 import widgets.arming as arming
-import widgets.timeline as timeline_module
-from agent.events.schema import Mode, PermissionCompletedData, ToolExecutionCompleteData
-from agent.permissions.rules import PermissionAnswer, PermissionPolicy, PermissionPrompt
-from agent.session.session import Session
-from app.app import LoopdeckApp
-from tests.app.test_app_pilot import text_of
-from tests.support.scripting import FakeRecorder, scripted
+from agent.permissions.rules import PermissionPolicy
+from tests.support.app_harness import every_turn_live as every_turn_live  # autouse
+from tests.support.clock import FakeMonotonic
+from tests.support.clock import clock as clock  # the fixture
+from tests.support.clock import quick_arm as quick_arm  # the fixture
+from tests.support.permission_ui import (
+    EDIT,
+    FIXED,
+    GREET,
+    NEW_LINE,
+    OLD_LINE,
+    SIZE,
+    Harness,
+    armed,
+    bash,
+    keep_my_rules,
+    prompt_shown,
+    start,
+    wait_idle,
+)
+from tests.support.permission_ui import workspace as workspace  # the fixture
+from tests.support.pilot import text_of, type_text, wait_for
 from widgets.message_blocks import TaskCompleteView
-from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.tool_card import ToolCard
-
-SIZE = (100, 36)
-WAIT = 5.0
-
-GREET = 'def greet(name):\n    return "Hello, " + name\n'
-FIXED = 'def greet(name):\n    return "Hi, " + name\n'
-EDIT = {
-    "name": "edit",
-    "arguments": {"path": "greet.py", "old_str": '"Hello, "', "new_str": '"Hi, "'},
-}
-OLD_LINE = '-    return "Hello, " + name'
-NEW_LINE = '+    return "Hi, " + name'
-
-
-def bash(command: str) -> dict[str, Any]:
-    return {"name": "bash", "arguments": {"command": command}}
-
-
-class Harness:
-    """The app over a scripted session; records events and every permission asked."""
-
-    def __init__(
-        self,
-        turns: list[dict[str, Any]],
-        cwd: Path,
-        *,
-        mode: Mode = "interactive",
-        policy: PermissionPolicy | None = None,
-    ) -> None:
-        self.model = scripted(turns)
-        self.recorder = FakeRecorder()
-        self.asked: list[PermissionPrompt] = []
-
-        async def opener() -> Session:
-            session = await Session.create(
-                model=self.model, cwd=cwd, mode=mode, store=None, policy=policy
-            )
-            session.subscribe(self.recorder)
-            return session
-
-        self.app = LoopdeckApp(opener, nudge_cap=5)
-
-    @property
-    def session(self) -> Session:
-        assert self.app.session is not None, "the session has not opened"
-        return self.app.session
-
-    def count_asks(self) -> None:
-        """Wrap the app's asker (set when the session opens) to record each prompt."""
-        ask = self.session.permissions.asker
-        assert ask is not None, "the app did not install its asker"
-
-        async def counting(prompt: PermissionPrompt) -> PermissionAnswer:
-            self.asked.append(prompt)
-            return await ask(prompt)
-
-        self.session.permissions.asker = counting
-
-    def completed(self) -> list[dict[str, Any]]:
-        out = []
-        for event in self.recorder.of("permission.completed"):
-            assert isinstance(event.data, PermissionCompletedData)
-            out.append(event.data.result)
-        return out
-
-    def tool_results(self) -> list[ToolExecutionCompleteData]:
-        out = []
-        for event in self.recorder.of("tool.execution_complete"):
-            assert isinstance(event.data, ToolExecutionCompleteData)
-            out.append(event.data)
-        return out
-
-    def prompt_view(self) -> PermissionPromptView | None:
-        views = list(self.app.query(PermissionPromptView))
-        assert len(views) <= 1, "two permission prompts at once"
-        return views[0] if views else None
-
-
-async def wait_for(pilot: Pilot[Any], check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.01)
-
-
-async def start(pilot: Pilot[Any], h: Harness, text: str) -> None:
-    """Wait for the session, count the prompts it asks, send ``text``."""
-    await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
-    h.count_asks()
-    h.app.prompt.text = text
-    await pilot.press("enter")
-
-
-async def keep_my_rules(pilot: Pilot[Any], h: Harness) -> None:
-    """Answer the level asked before autopilot with 3, keep my rules."""
-    await wait_for(
-        pilot,
-        lambda: isinstance(h.app.screen, PermissionLevelScreen) and h.app.screen.arming.armed,
-        "the permission level dialog",
-    )
-    await pilot.press("3")
-    await wait_for(pilot, lambda: h.app.session is not None, "the session to open")
-    await wait_for(pilot, lambda: h.session.permission_level.level == "rules", "the level")
-
-
-async def prompt_shown(pilot: Pilot[Any], h: Harness) -> PermissionPromptView:
-    await wait_for(pilot, lambda: h.prompt_view() is not None, "the permission prompt")
-    view = h.prompt_view()
-    assert view is not None
-    return view
-
-
-async def armed(pilot: Pilot[Any], view: PermissionPromptView) -> None:
-    """Wait until the prompt takes keys (ARM_DELAY after it appeared)."""
-    await wait_for(
-        pilot,
-        lambda: time.monotonic() - view.arming.shown_at >= arming.ARM_DELAY + 0.02,
-        "the prompt to arm",
-    )
-
-
-async def wait_idle(pilot: Pilot[Any], h: Harness) -> None:
-    await wait_for(
-        pilot,
-        lambda: bool(h.recorder.of("session.idle")) and not h.session.busy,
-        "session.idle",
-    )
-    await pilot.pause()
-
-
-async def type_text(pilot: Pilot[Any], text: str) -> None:
-    await pilot.press(*("space" if ch == " " else ch for ch in text))
-
-
-@pytest.fixture(autouse=True)
-def every_turn_live(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests read each turn's live widgets (cards, headers) after the session
-    ends; in the app only the running turn stays live. History (TurnDigest) has its
-    own tests in test_turn_digest.py."""
-    monkeypatch.setattr(timeline_module, "LIVE_TURNS", 1000)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "greet.py").write_text(GREET, encoding="utf-8")
-    return ws
-
-
-@pytest.fixture
-def quick_arm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests that are not about the arming delay need not wait the full 0.4 s."""
-    monkeypatch.setattr(arming, "ARM_DELAY", 0.05)
-
 
 # --- interactive: y / n / a -----------------------------------------------------------
 
@@ -347,23 +203,6 @@ async def test_a_approves_the_command_for_the_session(workspace: Path) -> None:
         assert "approved for this session" in text_of(first)
         cards = list(h.app.query(ToolCard))
         assert cards and all(c.block.status == "success" for c in cards)
-
-
-class FakeMonotonic:
-    """Stands in for the prompt's ``time``: the clock moves only when the test says."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
-    fake = FakeMonotonic()
-    monkeypatch.setattr(arming, "time", fake)
-    return fake
 
 
 async def drawn(pilot: Pilot[Any], view: PermissionPromptView) -> None:

@@ -14,35 +14,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 
 from tests.support.snapshot_support import (
     TERMINAL,
     choose_level,
     make_app,
-    make_workspace,
-    pin_determinism,
     settle,
+    token_usage,
 )
+from tests.support.snapshot_support import pinned as pinned  # autouse
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 
 SnapCompare = Callable[..., bool]
-
-
-@pytest.fixture(autouse=True)
-def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_determinism(monkeypatch)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # The welcome line shows the workspace relative to $HOME: "~/ws" on every machine.
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
-
-
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
 # Every turn streams over this long, as a real model would: its view is mounted while
@@ -69,7 +53,7 @@ def test_interactive_session_with_tools(snap_compare: SnapCompare, workspace: Pa
             "text": "I'll look for TODO markers first.",
             "tool_calls": [{"name": "grep", "arguments": {"pattern": "TODO"}}],
             "delay_ms": STREAM_MS,
-            "usage": _usage(1840, 38),
+            "usage": token_usage(1840, 38),
         },
         {
             "text": "The cart one matters most; let me read `Cart.add`.",
@@ -77,9 +61,9 @@ def test_interactive_session_with_tools(snap_compare: SnapCompare, workspace: Pa
                 {"name": "view", "arguments": {"path": "shop/cart.py", "view_range": [10, 12]}}
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2015, 41),
+            "usage": token_usage(2015, 41),
         },
-        {"text": FINAL_ANSWER, "delay_ms": STREAM_MS, "usage": _usage(2230, 96)},
+        {"text": FINAL_ANSWER, "delay_ms": STREAM_MS, "usage": token_usage(2230, 96)},
     ]
     app = make_app(
         workspace, turns, prompt="Find the TODOs in this project and tell me what to fix first."
@@ -102,12 +86,12 @@ def test_autopilot_nudges_then_complete(snap_compare: SnapCompare, workspace: Pa
             "text": "Finding `Cart.add`.",
             "tool_calls": [{"name": "grep", "arguments": {"pattern": "def add", "path": "shop"}}],
             "delay_ms": STREAM_MS,
-            "usage": _usage(1900, 30),
+            "usage": token_usage(1900, 30),
         },
         {
             "text": "It is in `shop/cart.py`; a guard belongs there.",
             "delay_ms": STREAM_MS,
-            "usage": _usage(1990, 22),
+            "usage": token_usage(1990, 22),
         },
         {
             "text": "Reading the method first.",
@@ -115,18 +99,18 @@ def test_autopilot_nudges_then_complete(snap_compare: SnapCompare, workspace: Pa
                 {"name": "view", "arguments": {"path": "shop/cart.py", "view_range": [10, 12]}}
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2150, 28),
+            "usage": token_usage(2150, 28),
         },
         {
             "text": "I only have read-only tools here.",
             "delay_ms": STREAM_MS,
-            "usage": _usage(2260, 18),
+            "usage": token_usage(2260, 18),
         },
         {
             "text": "",
             "tool_calls": [{"name": "task_complete", "arguments": {"summary": SUMMARY}}],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2380, 64),
+            "usage": token_usage(2380, 64),
         },
     ]
     app = make_app(
@@ -214,7 +198,7 @@ def test_focused_card_opened_from_the_keyboard(snap_compare: SnapCompare, worksp
             "text": "Where does the cart keep its items?",
             "tool_calls": [{"name": "grep", "arguments": {"pattern": "self", "path": "shop"}}],
             "delay_ms": STREAM_MS,
-            "usage": _usage(1840, 38),
+            "usage": token_usage(1840, 38),
         },
         {"text": "In `self.items`, a list of tuples.", "delay_ms": STREAM_MS},
     ]

@@ -17,35 +17,23 @@ import pytest
 from textual.pilot import Pilot
 
 from app.app import LoopdeckApp
+from tests.support.ask_user import todos
 from tests.support.snapshot_support import (
+    close_session_on_exit,
     make_app,
-    make_workspace,
-    pin_determinism,
     settle,
+    text_shown,
+    token_usage,
     wait_for,
 )
-from tests.widgets.test_snapshots_permissions import _close_session_on_exit, _text_shown
+from tests.support.snapshot_support import pinned as pinned  # autouse
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 from widgets.ask_user_prompt import AskUserPromptView
 from widgets.turn_view import TurnView
 
 SnapCompare = Callable[..., bool]
 STREAM_MS = 200
 SIZES = [(120, 40), (80, 24)]
-
-
-@pytest.fixture(autouse=True)
-def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_determinism(monkeypatch)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
-
-
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
 ASK = {
@@ -71,7 +59,7 @@ def waiting_for_the_answer() -> Callable[[Pilot[Any]], Awaitable[None]]:
                 and views[0].arming.armed
                 and not views[0].answer.done()
                 and len(turns) == 1
-                and _text_shown(turns[0])
+                and text_shown(turns[0])
             )
 
         await wait_for(pilot, waiting)
@@ -91,19 +79,12 @@ def test_ask_user_waits_inline_for_the_answer(
             "text": "`Cart.add` takes any quantity today. One decision before I change it:",
             "tool_calls": [ASK],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2150, 61),
+            "usage": token_usage(2150, 61),
         }
     ]
     app = make_app(workspace, turns, prompt="Make Cart.add safe for bad quantities.")
-    _close_session_on_exit(app)
+    close_session_on_exit(app)
     assert snap_compare(app, terminal_size=size, run_before=waiting_for_the_answer())
-
-
-def _todos(*rows: tuple[str, str, str]) -> dict[str, Any]:
-    return {
-        "name": "update_todos",
-        "arguments": {"todos": [{"id": i, "title": t, "status": s} for i, t, s in rows]},
-    }
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -114,31 +95,31 @@ def test_the_todo_list_is_pinned_above_the_prompt(
         {
             "text": "Three TODOs to fix; I'll keep a list.",
             "tool_calls": [
-                _todos(
+                todos(
                     ("cart-guard", "Rejecting bad quantities in Cart.add", "in_progress"),
                     ("cents", "Rounding discounts to cents", "pending"),
                     ("code-tests", "Testing the discount codes", "pending"),
                 )
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2300, 88),
+            "usage": token_usage(2300, 88),
         },
         {
             "text": "The guard is in. Next, the rounding.",
             "tool_calls": [
-                _todos(
+                todos(
                     ("cart-guard", "Rejecting bad quantities in Cart.add", "done"),
                     ("cents", "Rounding discounts to cents", "in_progress"),
                     ("code-tests", "Testing the discount codes", "pending"),
                 )
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2610, 52),
+            "usage": token_usage(2610, 52),
         },
         {
             "text": "Pausing here: one of three done, the rounding is next.",
             "delay_ms": STREAM_MS,
-            "usage": _usage(2790, 17),
+            "usage": token_usage(2790, 17),
         },
     ]
     app = make_app(workspace, turns, prompt="Fix the TODOs, one by one.")

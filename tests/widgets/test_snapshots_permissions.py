@@ -22,33 +22,21 @@ from app.app import LoopdeckApp
 from tests.support.snapshot_support import (
     TERMINAL,
     choose_level,
+    close_session_on_exit,
     make_app,
-    make_workspace,
-    pin_determinism,
     settle,
+    text_shown,
+    token_usage,
     wait_for,
 )
+from tests.support.snapshot_support import pinned as pinned  # autouse
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 from widgets.permission_level import PermissionLevelScreen
 from widgets.permission_prompt import PermissionPromptView
 from widgets.turn_view import TurnView
 
 SnapCompare = Callable[..., bool]
 STREAM_MS = 200  # as in tests/widgets/test_snapshots.py: each turn streams, as a real model would
-
-
-@pytest.fixture(autouse=True)
-def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_determinism(monkeypatch)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
-
-
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
 GUARD_EDIT = {
@@ -77,7 +65,7 @@ def waiting_for_permission() -> Callable[[Pilot[Any]], Awaitable[None]]:
                 and views[0].arming.drawn
                 and not views[0].answer.done()
                 and len(turns) == 1
-                and _text_shown(turns[0])
+                and text_shown(turns[0])
             )
 
         await wait_for(pilot, waiting)
@@ -88,47 +76,18 @@ def waiting_for_permission() -> Callable[[Pilot[Any]], Awaitable[None]]:
     return run_before
 
 
-def _text_shown(turn: TurnView) -> bool:
-    """The turn's streamed reply is all in its Markdown widget (the turn still runs)."""
-    stream = turn._stream
-    body = turn._body
-    return (
-        turn._flush_timer is None
-        and not turn._pending
-        and (stream is None or not stream._pending)
-        and body is not None
-        and getattr(body, "source", None) == turn.block.text
-    )
-
-
 def _edit_app(workspace: Path) -> LoopdeckApp:
     turns: list[dict[str, Any]] = [
         {
             "text": "I'll make `Cart.add` reject a quantity of zero or less.",
             "tool_calls": [GUARD_EDIT],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2210, 64),
+            "usage": token_usage(2210, 64),
         }
     ]
     app = make_app(workspace, turns, prompt="Make Cart.add reject a quantity of zero or less.")
-    _close_session_on_exit(app)
+    close_session_on_exit(app)
     return app
-
-
-def _close_session_on_exit(app: LoopdeckApp) -> None:
-    """The screenshot exits the app mid-turn; close the session first, as quitting does,
-    so the waiting turn is aborted while the app still runs (not torn down after it)."""
-    exit_now = app.exit
-
-    def exit_after_close(result: Any = None, return_code: int = 0, message: Any = None) -> None:
-        async def close_then_exit() -> None:
-            if app.session is not None:
-                await app.session.close()
-            exit_now(result, return_code, message)
-
-        app.call_later(close_then_exit)
-
-    app.exit = exit_after_close  # type: ignore[method-assign]
 
 
 def test_permission_prompt_shows_the_edit_diff(
@@ -157,7 +116,7 @@ def test_autopilot_denies_a_command(snap_compare: SnapCompare, workspace: Path) 
             "text": "Running the tests first.",
             "tool_calls": [{"name": "bash", "arguments": {"command": "python -m pytest -q tests"}}],
             "delay_ms": STREAM_MS,
-            "usage": _usage(1930, 31),
+            "usage": token_usage(1930, 31),
         },
         {
             "text": DENIED_FOLLOW_UP,
@@ -168,7 +127,7 @@ def test_autopilot_denies_a_command(snap_compare: SnapCompare, workspace: Path) 
                 }
             ],
             "delay_ms": STREAM_MS,
-            "usage": _usage(2120, 58),
+            "usage": token_usage(2120, 58),
         },
     ]
     app = make_app(

@@ -18,8 +18,14 @@ from textual.pilot import Pilot
 
 import widgets.tool_card as tool_card
 from app.app import LoopdeckApp
-from tests.support.snapshot_support import make_app, make_workspace, pin_determinism, wait_for
-from tests.widgets.test_snapshots_permissions import _close_session_on_exit, _text_shown
+from tests.support.snapshot_support import (
+    close_session_on_exit,
+    make_app,
+    pin_determinism,
+    text_shown,
+    wait_for,
+)
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 from widgets.plan_view import PlanApproval, PlanView
 from widgets.turn_view import TurnView
 
@@ -60,12 +66,6 @@ def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tool_card, "SPINNER", tool_card.SPINNER[0])
 
 
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
-
-
 async def waiting_for_approval(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, LoopdeckApp)
@@ -80,7 +80,7 @@ async def waiting_for_approval(pilot: Pilot[Any]) -> None:
             and not asks[0].answer.done()
             and len(list(app.query(PlanView))) == 1
             and bool(turns)
-            and _text_shown(turns[-1])
+            and text_shown(turns[-1])
         )
 
     await wait_for(pilot, waiting)
@@ -93,7 +93,7 @@ def _plan_app(workspace: Path) -> LoopdeckApp:
     app = make_app(
         workspace, TURNS, prompt="Make Cart.add reject a quantity of zero or less.", mode="plan"
     )
-    _close_session_on_exit(app)
+    close_session_on_exit(app)
     return app
 
 

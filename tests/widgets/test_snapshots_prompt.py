@@ -13,25 +13,14 @@ from textual.pilot import Pilot
 from app.app import LoopdeckApp
 from tests.support.snapshot_support import (
     make_app,
-    make_workspace,
-    pin_determinism,
     settle,
     wait_for,
 )
+from tests.support.snapshot_support import pinned as pinned  # autouse
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 
 SnapCompare = Callable[..., bool]
 SIZES = [(120, 40), (80, 24)]
-
-
-@pytest.fixture(autouse=True)
-def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_determinism(monkeypatch)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
 
 
 def typing(text: str) -> Callable[[Pilot[Any]], Awaitable[None]]:

@@ -11,10 +11,9 @@ Update after an intended visual change with
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,7 @@ from agent.log.store import SessionStore
 from app.session_browser import SessionBrowser
 from app.viewer import STYLES, ReplayScreen, ViewerApp
 from tests.support.paths import FIXTURES
-from widgets.tool_card import ToolCard
-from widgets.turn_view import TurnView
+from tests.support.snapshot_support import keys_then_settle
 
 SnapCompare = Callable[..., bool]
 TERMINAL = (100, 34)
@@ -37,31 +35,6 @@ SHOP = Path("/home/dev/shop")
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-
-
-def _animating(app: App[Any]) -> bool:
-    spinning = any(card.is_spinning for card in app.query(ToolCard))
-    streaming = any(
-        turn._flush_timer is not None or turn._pending or turn._stream is not None
-        for turn in app.query(TurnView)
-    )
-    return spinning or streaming
-
-
-def keys_then_settle(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await pilot.pause()
-        for key in keys:
-            await pilot.press(key)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while _animating(pilot.app):
-            assert loop.time() < deadline, "the timeline kept animating"
-            await pilot.pause(0.02)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-    return run_before
 
 
 def test_replay_paused_after_two_turns(snap_compare: SnapCompare) -> None:

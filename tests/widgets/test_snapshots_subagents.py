@@ -17,16 +17,11 @@ from textual.pilot import Pilot
 
 from app.viewer import ReplayScreen, ViewerApp
 from tests.support.paths import FIXTURES
-from tests.widgets.test_snapshots_replay import keys_then_settle
+from tests.support.snapshot_support import keys_then_settle
 from widgets.turn_digest import TurnDigest
 
 SnapCompare = Callable[..., bool]
-LOG = (
-    FIXTURES
-    / "copilot-real"
-    / "irrlicht-foreground-subagent"
-    / "events.jsonl"
-)
+LOG = FIXTURES / "copilot-real" / "irrlicht-foreground-subagent" / "events.jsonl"
 TERMINAL = (120, 40)
 
 

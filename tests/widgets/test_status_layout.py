@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.transcript.fold import Transcript
-from tests.transcript.test_transcript import Stream
+from tests.support.streams import Stream
 from widgets.status_bar import StatusBar
 from widgets.status_layout import Segment, fit
 

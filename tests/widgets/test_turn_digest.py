@@ -9,24 +9,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from rich.style import Style
-from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 
-from tests.app.test_app_pilot import (
+from tests.support.app_harness import (
     SIZE,
     FakeGateTool,
     Harness,
-    make_workspace,
     send,
     started,
-    text_of,
-    wait_for,
     wait_idle,
 )
-from tests.transcript.test_transcript import Stream
+from tests.support.app_harness import workspace as workspace  # the fixture
+from tests.support.pilot import text_of, wait_for
+from tests.support.streams import Stream
+from tests.support.timeline_app import FakeDeferredTimelineApp, FakeTimelineApp
 from widgets.timeline import LIVE_TURNS, Timeline
 from widgets.tool_card import ToolCard
 from widgets.turn_digest import TurnDigest
@@ -42,11 +40,6 @@ TURNS = [
     },
     {"text": "Six handlers in src/app.py."},
 ]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
 
 
 async def ask_and_wait(pilot: Pilot[Any], h: Harness) -> None:
@@ -180,7 +173,7 @@ async def test_a_turn_still_running_when_a_log_stops_becomes_history_once_it_end
     split = len(stream.events)
     stream.turn("t2", "second reply")  # t2's start marks t1 done
     stream.turn("t3", "third reply")
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(stream.events[:split])
@@ -191,11 +184,6 @@ async def test_a_turn_still_running_when_a_log_stops_becomes_history_once_it_end
         await pilot.pause(0.3)
         turns = [v for v in timeline._views.values() if isinstance(v, TurnView | TurnDigest)]
         assert [type(v).__name__ for v in turns] == ["TurnDigest", "TurnDigest", "TurnView"]
-
-
-class TimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(id="timeline")
 
 
 def two_turns() -> Stream:
@@ -209,7 +197,7 @@ def two_turns() -> Stream:
 
 async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
     stream = two_turns()
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(stream.events)
@@ -221,14 +209,9 @@ async def test_after_a_reset_the_first_turn_names_its_model_again() -> None:
         assert first.show_model
 
 
-class DeferredTimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(deferred=True, id="timeline")
-
-
 async def test_a_deferred_timeline_catches_up_once_the_burst_is_handled() -> None:
     stream = two_turns()
-    app = DeferredTimelineApp()
+    app = FakeDeferredTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         for event in stream.events:
@@ -249,7 +232,7 @@ async def test_a_delta_for_a_live_turn_goes_straight_to_its_view() -> None:
     stream.turn("t1", "streaming text", end=False)
     deltas = [e for e in stream.events if e.type == "assistant.message_delta"]
     first_delta = stream.events.index(deltas[0])
-    app = DeferredTimelineApp()
+    app = FakeDeferredTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         for event in stream.events[:first_delta]:  # the turn starts: drawn by a pass
@@ -265,7 +248,7 @@ async def test_a_delta_for_a_live_turn_goes_straight_to_its_view() -> None:
 async def test_a_removed_digest_leaves_the_theme_signal() -> None:
     # Textual's signal drops a gone subscriber only when it next fires: a digest still
     # subscribed would stay alive, lines and all, until the user switches themes.
-    app = TimelineApp()
+    app = FakeTimelineApp()
     async with app.run_test() as pilot:
         timeline = app.query_one(Timeline)
         timeline.load(two_turns().events)

@@ -8,35 +8,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 
 from agent.transcript.blocks import TurnBlock
 from app.app import LoopdeckApp
-from tests.support.snapshot_support import (
-    TERMINAL,
-    make_app,
-    make_workspace,
-    pin_determinism,
-    settle,
-)
+from tests.support.snapshot_support import TERMINAL, make_app, settle
+from tests.support.snapshot_support import pinned as pinned  # autouse: 140 ms an event
+from tests.support.snapshot_support import workspace as workspace  # the fixture
 from widgets.turn_digest import TurnDigest
 from widgets.turn_view import CutAttemptView, TurnView
 
 SnapCompare = Callable[..., bool]
 WORDS = " ".join(f"word{i}" for i in range(24))
 DROPPED = {"type": "server", "message": "connection dropped mid-stream"}
-
-
-@pytest.fixture(autouse=True)
-def _pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_determinism(monkeypatch)  # each event 140 ms after the last: fixed speeds
-
-
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return make_workspace(tmp_path)
 
 
 def screen_text(app: LoopdeckApp) -> str:

@@ -11,19 +11,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from textual.app import App, ComposeResult
 from textual.widget import Widget
 
 import widgets.turn_view as turn_view
-from tests.app.test_app_pilot import wait_for
-from tests.transcript.test_transcript import Stream
+from tests.support.pilot import wait_for
+from tests.support.streams import Stream
+from tests.support.timeline_app import FakeTimelineApp
 from widgets.timeline import Timeline
 from widgets.turn_view import TurnView
-
-
-class FakeTimelineApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Timeline(id="timeline")
 
 
 async def test_a_flush_waiting_for_a_mount_does_not_block_closing_the_view(
