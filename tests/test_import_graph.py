@@ -106,3 +106,16 @@ def test_the_checker_finds_an_upward_import_and_ui_in_agent(tmp_path: Path) -> N
         "agent.log.store:2 -> textual (agent/ draws nothing)",
         "widgets.w:1 -> app.main (widgets may not import app)",
     ]
+
+
+def test_no_test_module_imports_another() -> None:
+    """Helpers two test modules need live in tests/support/, not in one of them."""
+    modules = project_modules(ROOT, ("tests",))
+    found = graph(ROOT, ("tests",))
+    bad = sorted(
+        f"{name}:{imp.line} -> {imp.target}"
+        for name, imports in found.items()
+        for imp in imports
+        if imp.target.rpartition(".")[2].startswith("test_") and imp.target in modules
+    )
+    assert bad == [], "move the shared part to tests/support/:\n" + "\n".join(bad)

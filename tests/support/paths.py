@@ -5,4 +5,4 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the project's checkout
-FIXTURES = ROOT / "tests" / "fixtures"  # logs and scripts the tests read (see its README)
+FIXTURES = ROOT / "tests" / "fixtures"  # the logs and templates the tests read
