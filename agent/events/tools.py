@@ -8,6 +8,9 @@ from typing import Any, Literal
 
 from agent.events.base import EventData
 
+# A line of a ``!command``'s result that the sandbox wrote for the user (what it
+# refused, what would allow it): shown whole, apart from the output's preview.
+SANDBOX_NOTE_PREFIX = "sandbox: "
 
 class ToolExecutionStartData(EventData):
     TYPE = "tool.execution_start"

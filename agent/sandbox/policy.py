@@ -26,16 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agent.events.tools import SANDBOX_NOTE_PREFIX
 from agent.sandbox import landlock
 
 SandboxMode = Literal["read-only", "workspace-write", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "off")
 
-# What a command prints when the kernel refused it: a write (EACCES/EPERM on open,
-# EROFS from some tools) or, with network off, a connection.
-_REFUSED = re.compile(
-    r"permission denied|operation not permitted|read-only file system", re.IGNORECASE
-)
+# What a command prints when the kernel refused it: a write (Landlock answers EACCES,
+# tools say EPERM) or, with network off, a connection. "Read-only file system" (EROFS)
+# is the file system's own answer, never Landlock's: it does not blame the sandbox.
+_REFUSED = re.compile(r"permission denied|operation not permitted", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +122,10 @@ class Confinement:
         tmp = str(self.tmpdir)
         return {"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
 
-    def refusal_note(self, output: str) -> str | None:
-        """A note for a failed command whose output looks like the sandbox said no."""
+    def refusal_note(self, output: str, *, for_user: bool = False) -> str | None:
+        """A note for a command whose output looks like the sandbox said no: for the
+        model (which must not work around it), or for the user who ran ``!command``
+        (what was refused, and the flag or command that would allow it)."""
         if not _REFUSED.search(output):
             return None
         if self.mode == "read-only":
@@ -132,6 +134,14 @@ class Confinement:
             dirs = ", ".join(str(p) for p in self.writable)
             where = f"commands may write only inside {dirs} (workspace-write)"
         net = "" if self.network else "; network connections are refused too"
+        if for_user:
+            return (
+                f"{SANDBOX_NOTE_PREFIX}this may have been refused by loopdeck's sandbox: {where}"
+                f"{net}. To let commands write in another folder, use /add-dir PATH (or "
+                "start loopdeck with --add-dir PATH); to run commands without the sandbox, "
+                "start loopdeck with --sandbox off."
+                + ("" if self.network else " To let them connect: --sandbox-network on.")
+            )
         return (
             f"<the sandbox may have refused this: {where}{net}. Do not work around it; "
             "if the command needs more, tell the user, who can allow a directory with "

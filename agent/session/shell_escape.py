@@ -103,4 +103,5 @@ async def _run(session: SessionInternals, request: ToolRequest) -> ToolResult:
 
     ctx = session.tool_context(progress)
     ctx.tool_call_id = request.tool_call_id
+    ctx.for_user = True  # a refusal is told to the user, in full, with what would allow it
     return await execute(session.tools(), SHELL_TOOL, request.arguments, ctx)

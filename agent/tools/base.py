@@ -56,6 +56,8 @@ class ToolContext:
     # The session's questions to the user and its todo list (ask_user, update_todos).
     questions: QuestionAsker | None = None
     todos: TodoKeeper | None = None
+    # The user's own ``!command``, not the model's call: what it is told is for the user.
+    for_user: bool = False
 
 
 class QuestionAsker(Protocol):

@@ -136,7 +136,7 @@ class BashTool(Tool):
             reader.result()  # re-raise what went wrong while reading, if anything
         output.finish()
         result = _result(output, proc.returncode, timed_out, timeout, requested, stopped_background)
-        return _with_sandbox_note(result, ctx.sandbox, output)
+        return _with_sandbox_note(result, ctx.sandbox, output, for_user=ctx.for_user)
 
 
 def child_env(
@@ -151,17 +151,24 @@ def child_env(
 
 
 def _with_sandbox_note(
-    result: ToolResult, sandbox: Confinement | None, output: Output
+    result: ToolResult, sandbox: Confinement | None, output: Output, *, for_user: bool = False
 ) -> ToolResult:
-    """A failure that looks like the sandbox's refusal says so, after the command's own words."""
-    if result.success or sandbox is None:
+    """A failure that looks like the sandbox's refusal says so, after the command's own
+    words. The user's own command is told even when it exited 0 (``touch x || true``
+    still did not write x), in words for the user."""
+    if sandbox is None or (result.success and not for_user):
         return result
-    note = sandbox.refusal_note(output.for_model())
+    note = sandbox.refusal_note(output.for_model(), for_user=for_user)
     if note is None:
         return result
     content = f"{result.content}\n{note}"
     detailed = f"{result.detailed_content}\n{note}" if result.detailed_content else content
-    return ToolResult(content=content, success=False, detailed_content=detailed, error=content)
+    return ToolResult(
+        content=content,
+        success=result.success,
+        detailed_content=detailed,
+        error=None if result.success else content,
+    )
 
 
 def _result(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.permissions.rules import PermissionAnswer, PermissionPolicy, PermissionPrompt
-from agent.sandbox.policy import Sandbox, SandboxSettings, probe
+from agent.sandbox.policy import Confinement, Sandbox, SandboxSettings, probe
 from tests.support.scripting import new_session, scripted
 
 LANDLOCK = probe()
@@ -67,3 +67,36 @@ async def test_the_sandbox_still_confines_a_bang_command(tmp_path: Path) -> None
         assert inside.success and (workspace / "inside").exists()
     finally:
         await session.close()
+
+
+@pytest.mark.skipif(not LANDLOCK.available, reason=f"no Landlock here: {LANDLOCK.reason}")
+@pytest.mark.parametrize("command", ["touch ../outside", "touch ../outside || true"])
+async def test_a_refused_bang_command_tells_the_user_whole_what_would_allow_it(
+    tmp_path: Path, command: str
+) -> None:
+    """The note is for the user, not the model, and comes even when the command
+    exited 0 (``|| true``): it names the writable folder and the flags, uncut."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sandbox = Sandbox(SandboxSettings(), cwd=workspace)
+    session, _ = await new_session(scripted([]), tmp_path, sandbox=sandbox)
+    try:
+        result = await session.run_user_command(command)
+        assert not (tmp_path / "outside").exists()
+        assert result.success is command.endswith("|| true")
+        (note,) = [line for line in result.content.splitlines() if line.startswith("sandbox: ")]
+        assert str(workspace) in note
+        assert "/add-dir PATH" in note and "--sandbox off" in note
+        assert "tell the user" not in result.content  # the model's wording stays the model's
+    finally:
+        await session.close()
+
+
+def test_a_read_only_file_system_is_not_blamed_on_the_sandbox(tmp_path: Path) -> None:
+    confinement = Confinement("workspace-write", (tmp_path,), True, None)
+    erofs = "touch: cannot touch '/mnt/ro/x': Read-only file system"
+    assert confinement.refusal_note(erofs) is None
+    assert confinement.refusal_note(erofs, for_user=True) is None
+    eacces = "touch: cannot touch '../x': Permission denied"
+    assert confinement.refusal_note(eacces) is not None
+    assert (confinement.refusal_note(eacces, for_user=True) or "").startswith("sandbox: ")
