@@ -39,7 +39,9 @@ from agent.events import (
     SessionErrorData,
     SessionModeChangedData,
     SessionModelChangeData,
+    SessionResumeData,
     SessionTitleChangedData,
+    SessionWarningData,
     ToolRequest,
     WorkingDirectoryContext,
 )
@@ -81,6 +83,16 @@ log = logging.getLogger(__name__)
 Subscriber = Callable[[Event], None]
 
 
+# What opening a resumed session records (agent.session_open) and what the app changes
+# on open (the mode it starts in, the model picked): held until the session is used.
+OPENING_TYPES = (
+    SessionResumeData,
+    SessionModeChangedData,
+    SessionModelChangeData,
+    SessionWarningData,
+)
+
+
 class Session:
     def __init__(
         self,
@@ -116,6 +128,10 @@ class Session:
         self._tool_calls = 0
         self.usage = UsageLedger()  # cumulative, restored on resume from the checkpoints
         self._outcome = "in progress"
+        # While a resumed session is only looked at: the events of opening it, shown but
+        # not yet written (see _hold_opening). None once it is used, or never held.
+        self._held: list[Event] | None = None
+        self._delivered_early: set[str] = set()  # held events subscribers already have
         self._open_turn: str | None = None
         self._first_prompt = ""
         self.title = ""  # /rename
@@ -252,6 +268,12 @@ class Session:
         if not event.ephemeral:
             # Ephemeral events hang off the chain; they are never on disk to point at.
             self._last_persisted_id = event.id
+            if self._held is not None:
+                if isinstance(data, OPENING_TYPES):
+                    self._held.append(event)  # shown now, written if the session is used
+                    self._deliver([event])
+                    return event
+                self._write_held()
         if self._writer is not None:
             # Subscribers get it from the writer, once its batch is written.
             self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
@@ -264,9 +286,26 @@ class Session:
             self.emit(self.usage.checkpoint())
         return event
 
+    def _hold_opening(self) -> None:
+        """From now until the session is used (a prompt, a rename, a compaction: any
+        event but those of opening it), write nothing: opening a finished session to
+        look at it and leaving must not change what its listing says it was."""
+        self._held = []
+
+    def _write_held(self) -> None:
+        held, self._held = self._held or [], None
+        if self._writer is not None:
+            for event in held:
+                self._delivered_early.add(event.id)
+                self._writer.append(event)
+        self._save_meta()
+
     def _deliver(self, events: list[Event]) -> None:
         """Hand written events (and the ephemeral ones between them) to subscribers."""
         for event in events:
+            if event.id in self._delivered_early:
+                self._delivered_early.discard(event.id)  # held, shown when it was emitted
+                continue
             if self._backlog is not None and not event.ephemeral:
                 self._backlog.append(event)
             for subscriber in list(self._subscribers):
@@ -535,7 +574,8 @@ class Session:
     # --- bookkeeping ---------------------------------------------------------
 
     def _save_meta(self) -> None:
-        save_meta(self)
+        if self._held is None:  # a session only looked at keeps the metadata it had
+            save_meta(self)
 
     def _context(self) -> WorkingDirectoryContext:
         return working_context(self)
