@@ -448,10 +448,29 @@ class LoopdeckApp(App[int]):
             self.prompt.refresh_completion()  # an @ typed while listing
 
     def action_abort(self) -> None:
+        """Esc: stop what runs; with nothing running, clear the prompt."""
+        if not self._stop_running() and self.prompt.clear_draft():
+            self.notify("Prompt cleared (Up brings it back).")
+
+    def _stop_running(self) -> bool:
+        """Stop the running turn and a !command the user started; whether one ran."""
+        stopped = False
         if self._shell is not None and self._shell.is_running:
-            self._shell.cancel()  # a !command the user started
+            self._shell.cancel()
+            stopped = True
         if self.session is not None and self.session.busy:
+            queued = self.session.queued
+            # The runner goes on with what was queued: the abort line must say so.
+            self.timeline.after_abort = (
+                None
+                if not queued
+                else "Your queued message is sent next."
+                if queued == 1
+                else f"Your {queued} queued messages are sent next."
+            )
             self.session.abort()
+            stopped = True
+        return stopped
 
     async def _review_plan(self, review: PlanReview) -> PlanDecision:
         """Ask under the proposed plan: approve (interactive or autopilot) or keep planning."""
@@ -553,12 +572,19 @@ class LoopdeckApp(App[int]):
         self.timeline.load_earlier()
 
     async def action_quit_twice(self) -> None:
+        """Ctrl+C: the first stops what runs (or clears the prompt), the next quits."""
         now = time.monotonic()
         if now - self._last_ctrl_c < QUIT_WINDOW:
             await self.action_quit()
             return
         self._last_ctrl_c = now
-        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
+        if self._stop_running():
+            said = "Stopped."
+        elif self.prompt.clear_draft():
+            said = "Prompt cleared (Up brings it back)."
+        else:
+            said = ""
+        self.notify(f"{said} Press Ctrl+C again to quit.".lstrip(), timeout=QUIT_WINDOW)
 
     async def action_quit(self) -> None:
         if self.session is not None:

@@ -76,12 +76,13 @@ class ErrorView(Static):
 
 
 class AbortView(Static):
-    def __init__(self, block: AbortBlock) -> None:
+    def __init__(self, block: AbortBlock, next_step: str = "Send a message to go on.") -> None:
         super().__init__(classes="abort")
         self.block = block
+        self.next_step = next_step  # what happens now (a queued message is sent next)
 
     def render(self) -> RenderableType:
-        return Text(f"■ Aborted — {abort_reason(self.block.reason)} Send a message to go on.")
+        return Text(f"■ Aborted — {abort_reason(self.block.reason)} {self.next_step}")
 
 
 class NoticeView(Static):
