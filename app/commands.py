@@ -242,13 +242,13 @@ async def _export(app: LoopdeckApp, arg: str) -> None:
     if session is None or session.store is None:
         app.say("Nothing to export: this session is not recorded.")
         return
-    from app.export import export_session
+    from app.export import export_session, format_for
 
     await session.persist()
     target = Path(arg).expanduser() if arg else session.cwd / f"loopdeck-{session.id[:8]}.md"
     if not target.is_absolute():
         target = session.cwd / target
-    fmt = "html" if target.suffix.lower() in (".html", ".htm") else "markdown"
+    fmt = format_for(target)
     path = session.store.events_path(session.id)
     try:
         text = await asyncio.to_thread(export_session, path, fmt)
