@@ -136,6 +136,7 @@ class Session:
         self._first_prompt = ""
         self.title = ""  # /rename
         self._created_here = False  # by create(), not resume(): ours to discard if empty
+        self._start_error: SessionErrorData | None = None  # its first error
         # A fork opened by this process (agent/fork.py): discarded too if nothing is sent.
         self.discard_unused = False
         self._sent = False
@@ -261,6 +262,8 @@ class Session:
     def emit(self, data: EventData, *, at: str | None = None) -> Event:
         """Record ``data`` as a new event (timestamped now, or ``at``)."""
         data = self.secrets.event_data(data)
+        if isinstance(data, SessionErrorData) and self._start_error is None:
+            self._start_error = data  # the first one (see _never_started)
         event = Event.new(data, self._last_persisted_id)
         if at is not None:
             event.timestamp = at
@@ -563,13 +566,28 @@ class Session:
             unused = (self._created_here and not self._first_prompt) or (
                 self.discard_unused and not self._sent
             )
-            if self.store is not None and unused:
-                # Opened and left without a word: nothing worth keeping or listing.
+            if self.store is not None and (unused or self._never_started()):
+                # Opened and left without a word, or a start that failed before any
+                # provider answered: nothing worth keeping or listing.
                 shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
         finally:
             if self._lock is not None:
                 self._lock.release()  # last: the folder is left as this writer meant it
                 self._lock = None
+
+    def _never_started(self) -> bool:
+        """Created here, and ended in an error no server sent (no API key, no such
+        provider) before anything was answered or run: a failed start, not a session."""
+        error = self._start_error
+        return (
+            self._created_here
+            and self._outcome == "error"
+            and error is not None
+            and error.status_code is None
+            and error.error_type in ("auth", "bad_request")
+            and self._tool_calls == 0
+            and not any(m.get("role") == "assistant" for m in self.history.messages)
+        )
 
     # --- bookkeeping ---------------------------------------------------------
 
