@@ -97,8 +97,11 @@ class LoopdeckApp(App[int]):
         store: SessionStore | None = None,
         model_factory: Callable[[str], ModelClient] | None = None,
         tail: Future[TailPreview] | None = None,
+        model_opener: Callable[[str], Awaitable[Session]] | None = None,
     ) -> None:
         super().__init__()
+        # How a session opens with a model chosen here (/model) when none could start.
+        self._model_opener = model_opener
         # How /model builds a client for a name (the CLI's flags apply; see app/tui.py).
         self._model_factory = model_factory
         self._opener = opener
@@ -435,6 +438,26 @@ class LoopdeckApp(App[int]):
             self.say(f"Model not changed: {exc}")
             return
         session.set_model(model)
+        self._refresh_status()
+
+    @property
+    def can_open_with_model(self) -> bool:
+        """No session could open, and /model can open one with a model picked here."""
+        return self.session is None and self._startup_error is not None and bool(self._model_opener)
+
+    async def open_with_model(self, name: str) -> None:
+        """Open the session the start could not, with ``name`` as its model (/model)."""
+        if self._model_opener is None or self.session is not None:
+            return
+        try:
+            session = await self._model_opener(name)
+        except StartupError as exc:
+            self.say(f"Not started with {name}: {exc}")
+            return
+        for box in self.query(".startup-error"):
+            box.remove()
+        self.status.note = ""
+        self._show(session)
         self._refresh_status()
 
     async def resume_session(self, id_or_prefix: str) -> None:

@@ -95,34 +95,61 @@ async def _help(app: LoopdeckApp, _: str) -> None:
 
 
 async def _model(app: LoopdeckApp, arg: str) -> None:
+    if app.can_open_with_model:
+        await _first_model(app, arg)
+        return
     session = _session(app)
     if session is None:
         return
     if arg:
         await app.switch_model(arg)
         return
-    from agent.models.select import PROVIDER_DEFAULTS
-    from app.model_setup import SetupError, pick_model
     from widgets.model_picker import ModelPicker
 
-    choices = [(session.model.name, "current")]
-    try:
-        # What a new session would use: LOOPDECK_MODEL, else config.toml, else a key's.
-        configured = pick_model(None)
-    except SetupError:
-        configured = None  # a broken config file is reported where it is read
-    if configured and configured[0] != session.model.name:
-        choices.append((configured[0], "configured"))
-    for keys, model in PROVIDER_DEFAULTS:
-        key = next((k for k in keys if os.environ.get(k)), None)
-        if key is not None and all(model != name for name, _ in choices):
-            choices.append((model, f"{key} is set"))
+    choices = _model_choices([(session.model.name, "current")], session.model.name)
 
     def picked(name: str | None) -> None:
         if name:
             app.run_worker(app.switch_model(name), group="command")
 
     app.push_screen(ModelPicker(session.model.name, choices), picked)
+
+
+async def _first_model(app: LoopdeckApp, arg: str) -> None:
+    """``/model`` when no model was configured: the session starts with the one chosen."""
+    if arg:
+        await app.open_with_model(arg)
+        return
+    from agent.models.scripted import SCRIPTED_PREFIX
+    from widgets.model_picker import ModelPicker
+
+    choices = _model_choices([], "")
+    choices.append((f"{SCRIPTED_PREFIX}demo", "the offline demo, no key needed"))
+
+    def picked(name: str | None) -> None:
+        if name:
+            app.run_worker(app.open_with_model(name), group="command")
+
+    app.push_screen(ModelPicker("none", choices), picked)
+
+
+def _model_choices(choices: list[tuple[str, str]], current: str) -> list[tuple[str, str]]:
+    """The picker's offers after ``choices``: the configured model, each key's default."""
+    from agent.models.select import PROVIDER_DEFAULTS
+    from app.model_setup import SetupError, pick_model
+
+    try:
+        # What a new session would use: LOOPDECK_MODEL, else config.toml, else a key's.
+        configured = pick_model(None)
+    except SetupError:
+        configured = None  # a broken config file is reported where it is read
+    if configured and configured[0] != current:
+        choices.append((configured[0], "configured"))
+    for keys, model in PROVIDER_DEFAULTS:
+        key = next((k for k in keys if os.environ.get(k)), None)
+        if key is not None and all(model != name for name, _ in choices):
+            choices.append((model, f"{key} is set"))
+    return choices
 
 
 async def _mode(app: LoopdeckApp, arg: str) -> None:
