@@ -66,6 +66,9 @@ STATUS_EVENTS = frozenset(
         "session.mode_changed",
         "session.model_change",
         "elicitation.completed",
+        # The context's fill: after a compaction or /clear too, not only before a call.
+        "session.usage_info",
+        "session.compaction_complete",
     }
 )
 
@@ -284,6 +287,8 @@ class LoopdeckApp(App[int]):
         if session is None:
             return
         busy = session.busy and not self._idle_now()
+        if not busy:
+            self._measure_at_rest(session)
         if session.sandbox is not None:
             self.status.sandbox = session.sandbox.label(session.mode)
         self.status.show(
@@ -295,6 +300,16 @@ class LoopdeckApp(App[int]):
             queued=session.queued,
         )
         self._update_hint()
+
+    def _measure_at_rest(self, session: Session) -> None:
+        """At rest, ``ctx`` is what /context counts now (the last reply and results
+        included, by the meter's latest scale), not the count sent before the last call:
+        one number for both."""
+        keeper = session.context
+        if keeper.meter.ready:  # (the first count loads a tokenizer: never on this loop)
+            usage = keeper.measure()
+            transcript = self.timeline.transcript
+            transcript.context_tokens, transcript.context_window = usage.total, usage.window
 
     def _update_hint(self) -> None:
         if self.timeline.walks(self.focused):

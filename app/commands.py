@@ -194,7 +194,8 @@ async def _context(app: LoopdeckApp, _: str) -> None:
     keeper = session.context
     # The first count may load a tokenizer (litellm): that happens off the UI's loop.
     await asyncio.to_thread(keeper.meter.count_text, "tokenizer warm-up")
-    usage = keeper.measure()
+    keeper.refresh()  # the status line's ctx shows this very count
+    usage = keeper.last if keeper.last is not None else keeper.measure()
     totals = session.usage.totals()
     app.say(
         report(
