@@ -17,7 +17,7 @@ from tests.test_app_pilot import (
     wait_for,
     wait_idle,
 )
-from widgets.message_blocks import AbortView
+from widgets.message_blocks import AbortView, UserMessageView
 
 SLOW = {"text": "a long and slow answer " * 20, "delay_ms": 10_000}
 
@@ -95,6 +95,10 @@ async def test_a_long_paste_with_cr_line_breaks_collapses(tmp_path: Path) -> Non
         await pilot.press("enter")
         await wait_idle(pilot, h)
         assert h.recorder.of("user.message")[0].data.content == "\n".join(lines)
+        # The timeline shows its start and how much more it held, not 3,000 lines.
+        shown = text_of(h.app.query_one(UserMessageView))
+        assert "line 10" in shown and "line 11\n" not in shown
+        assert "… 2,990 more lines" in shown
 
         h.app.post_message(events.Paste("a\r\nb\rc"))  # short: inserted, one convention
         await pilot.pause()
