@@ -576,15 +576,17 @@ class Session:
                 self._lock = None
 
     def _never_started(self) -> bool:
-        """Created here, and ended in an error no server sent (no API key, no such
-        provider) before anything was answered or run: a failed start, not a session."""
+        """Created here, and ended for want of an API key (no request ever left this
+        process) before anything was answered or run: a failed start, not a session."""
+        from agent.models.provider_errors import NO_KEY
+
         error = self._start_error
         return (
             self._created_here
             and self._outcome == "error"
             and error is not None
-            and error.status_code is None
-            and error.error_type in ("auth", "bad_request")
+            and error.error_type == "auth"
+            and error.message.startswith(NO_KEY)
             and self._tool_calls == 0
             and not any(m.get("role") == "assistant" for m in self.history.messages)
         )

@@ -1,5 +1,5 @@
-"""A start that fails before any provider answers (no API key) leaves no session behind:
-nothing to resume, nothing listed as "error"; a provider's own refusal is kept."""
+"""A start that fails for want of an API key (no request ever left) leaves no session
+behind: nothing to resume, nothing listed as "error"; a provider's refusal is kept."""
 
 from __future__ import annotations
 
@@ -30,11 +30,12 @@ def test_no_api_key_leaves_no_error_session_in_the_list(
 
 
 async def test_an_error_a_server_sent_keeps_the_session(tmp_path: Path) -> None:
-    """A 401 from a server, or a failure after an answer, is a session worth resuming."""
+    """A key a server rejected is a session worth resuming (the user may fix the key)."""
     store = SessionStore(tmp_path / "home")
     session, _ = await new_session(scripted([]), tmp_path, store=store)
     await session.send_and_wait("hi")
-    session.emit(SessionErrorData(error_type="auth", message="401", status_code=401))
+    rejected = "The openai API rejected the API key for gpt-4o (401): check OPENAI_API_KEY."
+    session.emit(SessionErrorData(error_type="auth", message=rejected))
     session._outcome = "error"
     await session.close()
     assert [s.id for s in store.list_sessions()] == [session.id]
