@@ -58,10 +58,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("!command", "run a shell command yourself, without the model"),
     ("Ctrl+T", "expand a collapsed paste ([pasted N lines])"),
     ("Shift+Tab", "switch mode"),
-    ("Esc", "stop the running turn"),
+    ("Esc", "stop the running turn; idle: clear the prompt (Up brings it back)"),
     ("Ctrl+O", "sessions"),
     ("Ctrl+P", "command palette"),
-    ("Ctrl+C twice", "quit"),
+    ("Ctrl+C", "stop the running turn; idle: clear the prompt; twice: quit"),
 )
 
 

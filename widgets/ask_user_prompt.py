@@ -82,7 +82,7 @@ class AskUserPromptView(Vertical, can_focus=True):
         moves = key in ("up", "down") and bool(choices)
         types = self.question.allow_freeform and char is not None and char.isprintable()
         if not (picks or moves or types or key == "enter"):
-            return  # Esc still aborts the turn; Ctrl+C still quits
+            return  # Esc and Ctrl+C still stop the turn
         event.stop()
         event.prevent_default()
         if not self.arming.counts(event):

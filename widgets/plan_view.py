@@ -84,7 +84,7 @@ class PlanApproval(Vertical, can_focus=True):
 
     def on_key(self, event: events.Key) -> None:
         if self._feedback is not None or event.key not in ("1", "2", "3"):
-            return  # Esc still aborts the turn; Ctrl+C still quits
+            return  # Esc and Ctrl+C still stop the turn
         event.stop()
         if not self.arming.counts(event):
             return  # typed before the question appeared: not an answer
