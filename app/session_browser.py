@@ -16,14 +16,20 @@ from textual.widgets import Button, DataTable, Input, Label, Static
 
 from agent.session_lock import SessionInUse, delete_session
 from agent.store import ForeignSession, SessionStore, SessionSummary
-from app.sessions_table import origin_prefix, outcome_cell, sessions_for, usage_cells
+from app.sessions_table import (
+    MODEL_WIDTH,
+    model_label,
+    origin_prefix,
+    outcome_cell,
+    sessions_for,
+    usage_cells,
+)
 from widgets.format import duration, one_line
 
 # The first prompt's column: as wide as the screen allows once id, started and the
 # model (with the cells' padding) are drawn, within these bounds. From 120 columns the
 # outcome is on screen too; the other columns scroll to the right.
 PROMPT_MIN, PROMPT_MAX = 20, 60
-MODEL_WIDTH = 18
 _LEFT_OF_THE_PROMPT = 8 + 11 + MODEL_WIDTH + 2 * 4 + 2  # … + a scrollbar
 
 # Opens the session by its id; returns why it could not (the browser then stays open).
@@ -201,11 +207,6 @@ class SessionBrowser(Screen[None]):
 
     def action_leave(self) -> None:
         self.app.pop_screen()
-
-
-def model_label(model: str) -> str:
-    """The model's own name, without the provider path (``claude-sonnet-4-5``)."""
-    return one_line(model.rsplit("/", 1)[-1] or "?", MODEL_WIDTH)
 
 
 def _short_time(stamp: str) -> str:

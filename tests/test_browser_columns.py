@@ -13,6 +13,7 @@ from textual.widgets import DataTable
 
 from agent.store import SessionStore
 from app.session_browser import SessionBrowser
+from app.sessions_table import format_table, model_label
 
 PROMPT = (
     "Make Cart.add reject a quantity of zero or less, and say so in the error message "
@@ -67,3 +68,39 @@ async def test_the_first_prompt_and_the_model_are_on_screen(
         assert ("completed" in row) is (width >= 120)
         assert PROMPT[:shown] in row
         assert "claude-sonnet-4-5" in row
+
+
+def listing_row(prompt: str) -> tuple[str, ...]:
+    return (
+        "1d0c5e55",
+        "2025-03-14 09:26",
+        "~/src/shop",
+        model_label("anthropic/claude-sonnet-4-5"),
+        "autopilot",
+        "6",
+        "5",
+        "completed",
+        "1m06s",
+        "18.4k",
+        "324",
+        "$0.0120",
+        prompt,
+    )
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_loopdeck_sessions_fits_the_terminal_with_the_model_and_the_prompt(width: int) -> None:
+    header, row = format_table([listing_row(PROMPT)], width)
+    assert len(header) <= width and len(row) <= width
+    assert "MODEL" in header and header.rstrip().endswith("FIRST PROMPT")
+    assert "claude-sonnet-4-5" in row and PROMPT[:20] in row
+    assert ("TOOLS" in header) is (width > 120)  # left out first on a narrow terminal
+
+
+def test_loopdeck_sessions_shows_every_column_when_there_is_room() -> None:
+    header, row = format_table([listing_row(PROMPT)], 250)
+    assert header.split() == [
+        *["ID", "STARTED", "CWD", "MODEL", "MODE", "TURNS", "TOOLS"],
+        *(["OUTCOME", "TOOK", "IN", "OUT", "COST", "FIRST", "PROMPT"]),
+    ]
+    assert row.endswith(PROMPT)
