@@ -100,6 +100,10 @@ async def test_a_long_paste_with_cr_line_breaks_collapses(tmp_path: Path) -> Non
         assert "line 10" in shown and "line 11\n" not in shown
         assert "… 2,990 more lines" in shown
 
+        h.app.post_message(events.Paste("\r".join(lines[:20]) + "\r"))  # a final CR: no line
+        await pilot.pause()
+        assert h.app.prompt.text == "[pasted 20 lines]"
+        h.app.prompt.text = ""
         h.app.post_message(events.Paste("a\r\nb\rc"))  # short: inserted, one convention
         await pilot.pause()
         assert h.app.prompt.text == "a\nb\nc"

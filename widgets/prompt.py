@@ -120,7 +120,7 @@ class PromptInput(TextArea):
         # Terminals and tmux send a paste's line breaks as CR (or CRLF): one convention.
         text = event.text.replace("\r\n", "\n").replace("\r", "\n")
         event.text = text
-        lines = text.count("\n") + 1
+        lines = len(text.splitlines()) or 1  # a final line break ends a line, adds none
         if lines < COLLAPSE_LINES or self.read_only:
             return  # TextArea's own handler (dispatched after this one) inserts it
         event.prevent_default()
