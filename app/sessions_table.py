@@ -73,7 +73,8 @@ def print_sessions(
         out.write(f"No sessions yet in {store.root}.{hint}\n")
         return 0
     width = shutil.get_terminal_size((140, 24)).columns
-    for line in format_table([_row(s) for s in shown], width):
+    # A pipe gets every column (a reader may cut them); a terminal, what fits it.
+    for line in format_table([_row(s) for s in shown], width, narrow=out.isatty()):
         out.write(line.rstrip() + "\n")
     if others:
         listing = "loopdeck sessions --copilot --all" if copilot else "loopdeck sessions --all"
@@ -133,9 +134,10 @@ def model_label(model: str) -> str:
     return name if len(name) <= MODEL_WIDTH else name[: MODEL_WIDTH - 1] + "…"
 
 
-def format_table(rows: list[tuple[str, ...]], width: int) -> list[str]:
+def format_table(rows: list[tuple[str, ...]], width: int, *, narrow: bool = True) -> list[str]:
     """Columns sized to content; the cwd and the prompt are cut to fit ``width``, and
-    on a narrow terminal the least telling columns are left out (_DROPPED_FIRST)."""
+    (``narrow``: for a terminal, not a pipe) the least telling columns are left out on
+    a narrow one (_DROPPED_FIRST)."""
     table = [_HEADERS, *rows]
     natural = {
         name: min(max(len(r[i]) for r in table), _CAPS.get(name, 1 << 30))
@@ -147,7 +149,7 @@ def format_table(rows: list[tuple[str, ...]], width: int) -> list[str]:
         return sum(natural[name] for name in kept) + 2 * len(kept)
 
     room = min(PROMPT_ROOM, natural["FIRST PROMPT"])
-    for name in _DROPPED_FIRST:
+    for name in _DROPPED_FIRST if narrow else ():
         if used() + room <= width:
             break
         kept.remove(name)
