@@ -73,7 +73,8 @@ def print_sessions(
         out.write(f"No sessions yet in {store.root}.{hint}\n")
         return 0
     width = shutil.get_terminal_size((140, 24)).columns
-    # A pipe gets every column (a reader may cut them); a terminal, what fits it.
+    # A pipe gets every column and the whole prompt (a reader may cut them); a
+    # terminal, what fits it.
     for line in format_table([_row(s) for s in shown], width, narrow=out.isatty()):
         out.write(line.rstrip() + "\n")
     if others:
@@ -135,9 +136,9 @@ def model_label(model: str) -> str:
 
 
 def format_table(rows: list[tuple[str, ...]], width: int, *, narrow: bool = True) -> list[str]:
-    """Columns sized to content; the cwd and the prompt are cut to fit ``width``, and
-    (``narrow``: for a terminal, not a pipe) the least telling columns are left out on
-    a narrow one (_DROPPED_FIRST)."""
+    """Columns sized to content. For a terminal (``narrow``), what fits ``width``: the
+    least telling columns are left out first (_DROPPED_FIRST), then the prompt is cut;
+    a pipe gets every column and the whole first line of the prompt."""
     table = [_HEADERS, *rows]
     natural = {
         name: min(max(len(r[i]) for r in table), _CAPS.get(name, 1 << 30))
@@ -153,7 +154,9 @@ def format_table(rows: list[tuple[str, ...]], width: int, *, narrow: bool = True
         if used() + room <= width:
             break
         kept.remove(name)
-    prompt_width = max(12, min(natural["FIRST PROMPT"], width - used()))
+    prompt_width = natural["FIRST PROMPT"]  # a pipe's reader cuts it if it likes
+    if narrow:
+        prompt_width = max(12, min(prompt_width, width - used()))
     columns = [*(_HEADERS.index(name) for name in kept), len(_HEADERS) - 1]
     widths = {**natural, "FIRST PROMPT": prompt_width}
     lines = []
