@@ -74,6 +74,9 @@ STATUS_EVENTS = frozenset(
         "session.mode_changed",
         "session.model_change",
         "elicitation.completed",
+        # The context's fill: after a compaction or /clear too, not only before a call.
+        "session.usage_info",
+        "session.compaction_complete",
     }
 )
 
@@ -101,8 +104,11 @@ class LoopdeckApp(App[int]):
         store: SessionStore | None = None,
         model_factory: Callable[[str], ModelClient] | None = None,
         tail: Future[TailPreview] | None = None,
+        model_opener: Callable[[str], Awaitable[Session]] | None = None,
     ) -> None:
         super().__init__()
+        # How a session opens with a model chosen here (/model) when none could start.
+        self._model_opener = model_opener
         # How /model builds a client for a name (the CLI's flags apply; see app/tui.py).
         self._model_factory = model_factory
         self._opener = opener
@@ -264,6 +270,8 @@ class LoopdeckApp(App[int]):
         if session is None:
             return
         busy = session.busy and not self._idle_now()
+        if not busy:
+            self._measure_at_rest(session)
         if session.sandbox is not None:
             self.status.sandbox = session.sandbox.label(session.mode)
         self.status.show(
@@ -275,6 +283,16 @@ class LoopdeckApp(App[int]):
             queued=session.queued,
         )
         self._update_hint()
+
+    def _measure_at_rest(self, session: Session) -> None:
+        """At rest, ``ctx`` is what /context counts now (the last reply and results
+        included, by the meter's latest scale), not the count sent before the last call:
+        one number for both."""
+        keeper = session.context
+        if keeper.meter.ready:  # (the first count loads a tokenizer: never on this loop)
+            usage = keeper.measure()
+            transcript = self.timeline.transcript
+            transcript.context_tokens, transcript.context_window = usage.total, usage.window
 
     def _update_hint(self) -> None:
         self.hint.show_for(in_timeline=self.timeline.walks(self.focused), busy=self.status.busy)
@@ -404,6 +422,26 @@ class LoopdeckApp(App[int]):
         session.set_model(model)
         self._refresh_status()
 
+    @property
+    def can_open_with_model(self) -> bool:
+        """No session could open, and /model can open one with a model picked here."""
+        return self.session is None and self._startup_error is not None and bool(self._model_opener)
+
+    async def open_with_model(self, name: str) -> None:
+        """Open the session the start could not, with ``name`` as its model (/model)."""
+        if self._model_opener is None or self.session is not None:
+            return
+        try:
+            session = await self._model_opener(name)
+        except StartupError as exc:
+            self.say(f"Not started with {name}: {exc}")
+            return
+        for box in self.query(".startup-error"):
+            box.remove()
+        self.status.note = ""
+        self._show(session)
+        self._refresh_status()
+
     async def resume_session(self, id_or_prefix: str) -> None:
         await self._switch.resume(id_or_prefix)
 
@@ -415,10 +453,29 @@ class LoopdeckApp(App[int]):
             self.prompt.refresh_completion()  # an @ typed while listing
 
     def action_abort(self) -> None:
+        """Esc: stop what runs; with nothing running, clear the prompt."""
+        if not self._stop_running() and self.prompt.clear_draft():
+            self.notify("Prompt cleared (Up brings it back).")
+
+    def _stop_running(self) -> bool:
+        """Stop the running turn and a !command the user started; whether one ran."""
+        stopped = False
         if self._shell is not None and self._shell.is_running:
-            self._shell.cancel()  # a !command the user started
+            self._shell.cancel()
+            stopped = True
         if self.session is not None and self.session.busy:
+            queued = self.session.queued
+            # The runner goes on with what was queued: the abort line must say so.
+            self.timeline.after_abort = (
+                None
+                if not queued
+                else "Your queued message is sent next."
+                if queued == 1
+                else f"Your {queued} queued messages are sent next."
+            )
             self.session.abort()
+            stopped = True
+        return stopped
 
     async def _review_plan(self, review: PlanReview) -> PlanDecision:
         """Ask under the proposed plan: approve (interactive or autopilot) or keep planning."""
@@ -464,12 +521,19 @@ class LoopdeckApp(App[int]):
         self.timeline.load_earlier()
 
     async def action_quit_twice(self) -> None:
+        """Ctrl+C: the first stops what runs (or clears the prompt), the next quits."""
         now = time.monotonic()
         if now - self._last_ctrl_c < QUIT_WINDOW:
             await self.action_quit()
             return
         self._last_ctrl_c = now
-        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
+        if self._stop_running():
+            said = "Stopped."
+        elif self.prompt.clear_draft():
+            said = "Prompt cleared (Up brings it back)."
+        else:
+            said = ""
+        self.notify(f"{said} Press Ctrl+C again to quit.".lstrip(), timeout=QUIT_WINDOW)
 
     async def action_quit(self) -> None:
         if self.session is not None:

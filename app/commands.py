@@ -52,6 +52,11 @@ class CommandHost(Protocol):
 
     async def switch_model(self, name: str) -> None: ...
 
+    @property
+    def can_open_with_model(self) -> bool: ...
+
+    async def open_with_model(self, name: str) -> None: ...
+
     async def resume_session(self, id_or_prefix: str) -> None: ...
 
     async def fork_session(self) -> None: ...
@@ -100,10 +105,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("!command", "run a shell command yourself, without the model"),
     ("Ctrl+T", "expand a collapsed paste ([pasted N lines])"),
     ("Shift+Tab", "switch mode"),
-    ("Esc", "stop the running turn"),
+    ("Esc", "stop the running turn; idle: clear the prompt (Up brings it back)"),
     ("Ctrl+O", "sessions"),
     ("Ctrl+P", "command palette"),
-    ("Ctrl+C twice", "quit"),
+    ("Ctrl+C", "stop the running turn; idle: clear the prompt; twice: quit"),
 )
 
 
@@ -137,34 +142,61 @@ async def _help(app: CommandHost, _: str) -> None:
 
 
 async def _model(app: CommandHost, arg: str) -> None:
+    if app.can_open_with_model:
+        await _first_model(app, arg)
+        return
     session = _session(app)
     if session is None:
         return
     if arg:
         await app.switch_model(arg)
         return
-    from agent.models.select import PROVIDER_DEFAULTS
-    from app.model_setup import SetupError, pick_model
     from widgets.model_picker import ModelPicker
 
-    choices = [(session.model.name, "current")]
-    try:
-        # What a new session would use: LOOPDECK_MODEL, else config.toml, else a key's.
-        configured = pick_model(None)
-    except SetupError:
-        configured = None  # a broken config file is reported where it is read
-    if configured and configured[0] != session.model.name:
-        choices.append((configured[0], "configured"))
-    for keys, model in PROVIDER_DEFAULTS:
-        key = next((k for k in keys if os.environ.get(k)), None)
-        if key is not None and all(model != name for name, _ in choices):
-            choices.append((model, f"{key} is set"))
+    choices = _model_choices([(session.model.name, "current")], session.model.name)
 
     def picked(name: str | None) -> None:
         if name:
             app.run_worker(app.switch_model(name), group="command")
 
     app.push_screen(ModelPicker(session.model.name, choices), picked)
+
+
+async def _first_model(app: CommandHost, arg: str) -> None:
+    """``/model`` when no model was configured: the session starts with the one chosen."""
+    if arg:
+        await app.open_with_model(arg)
+        return
+    from agent.models.scripted import SCRIPTED_PREFIX
+    from widgets.model_picker import ModelPicker
+
+    choices = _model_choices([], "")
+    choices.append((f"{SCRIPTED_PREFIX}demo", "the offline demo, no key needed"))
+
+    def picked(name: str | None) -> None:
+        if name:
+            app.run_worker(app.open_with_model(name), group="command")
+
+    app.push_screen(ModelPicker("none", choices), picked)
+
+
+def _model_choices(choices: list[tuple[str, str]], current: str) -> list[tuple[str, str]]:
+    """The picker's offers after ``choices``: the configured model, each key's default."""
+    from agent.models.select import PROVIDER_DEFAULTS
+    from app.model_setup import SetupError, pick_model
+
+    try:
+        # What a new session would use: LOOPDECK_MODEL, else config.toml, else a key's.
+        configured = pick_model(None)
+    except SetupError:
+        configured = None  # a broken config file is reported where it is read
+    if configured and configured[0] != current:
+        choices.append((configured[0], "configured"))
+    for keys, model in PROVIDER_DEFAULTS:
+        key = next((k for k in keys if os.environ.get(k)), None)
+        if key is not None and all(model != name for name, _ in choices):
+            choices.append((model, f"{key} is set"))
+    return choices
 
 
 async def _mode(app: CommandHost, arg: str) -> None:
@@ -209,7 +241,8 @@ async def _context(app: CommandHost, _: str) -> None:
     keeper = session.context
     # The first count may load a tokenizer (litellm): that happens off the UI's loop.
     await asyncio.to_thread(keeper.meter.count_text, "tokenizer warm-up")
-    usage = keeper.measure()
+    keeper.refresh()  # the status line's ctx shows this very count
+    usage = keeper.last if keeper.last is not None else keeper.measure()
     totals = session.usage.totals()
     app.say(
         report(
@@ -284,13 +317,13 @@ async def _export(app: CommandHost, arg: str) -> None:
     if session is None or session.store is None:
         app.say("Nothing to export: this session is not recorded.")
         return
-    from app.export import export_session
+    from app.export import export_session, format_for
 
     await session.persist()
     target = Path(arg).expanduser() if arg else session.cwd / f"loopdeck-{session.id[:8]}.md"
     if not target.is_absolute():
         target = session.cwd / target
-    fmt = "html" if target.suffix.lower() in (".html", ".htm") else "markdown"
+    fmt = format_for(target)
     path = session.store.events_path(session.id)
     try:
         text = await asyncio.to_thread(export_session, path, fmt)

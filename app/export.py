@@ -57,6 +57,12 @@ _BACKTICKS = re.compile(r"`{3,}")
 _GLYPH = {"success": "✓", "failure": "✗", "interrupted": "■", "running": "…", "pending": "…"}
 
 
+def format_for(target: Path | None) -> str:
+    """The format a file's name asks for: html for .html/.htm, else md (``/export``
+    and ``loopdeck export -o``)."""
+    return "html" if target is not None and target.suffix.lower() in (".html", ".htm") else "md"
+
+
 def export_session(path: Path, fmt: str) -> str:
     # A log no live loopdeck process writes is complete: what it left open is over.
     finished = in_use_by(path.parent) is None

@@ -190,7 +190,9 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
                 sys.stderr.write("The answer above is not saved in the session log.\n")
     if outcome.stopped_at_cap:
         sys.stderr.write(cap_explanation(session) + "\n")
-    sys.stderr.write(f"Resume this session with: loopdeck --resume {session.id[:8]}\n")
+    if session.store is None or session.store.events_path(session.id).is_file():
+        # (a start that failed before any provider answered is not kept: see Session.close)
+        sys.stderr.write(f"Resume this session with: loopdeck --resume {session.id[:8]}\n")
     return exit_code(outcome)
 
 

@@ -17,8 +17,21 @@ from textual.widgets import Button, DataTable, Input, Label, Static
 from agent.log.lock import SessionInUse, delete_session
 from agent.log.session_row import SessionSummary
 from agent.log.store import ForeignSession, SessionStore
-from app.sessions_table import origin_prefix, outcome_cell, sessions_for, usage_cells
+from app.sessions_table import (
+    MODEL_WIDTH,
+    model_label,
+    origin_prefix,
+    outcome_cell,
+    sessions_for,
+    usage_cells,
+)
 from widgets.format import duration, one_line
+
+# The first prompt's column: as wide as the screen allows once id, started and the
+# model (with the cells' padding) are drawn, within these bounds. From 120 columns the
+# outcome is on screen too; the other columns scroll to the right.
+PROMPT_MIN, PROMPT_MAX = 20, 60
+_LEFT_OF_THE_PROMPT = 8 + 11 + MODEL_WIDTH + 2 * 4 + 2  # … + a scrollbar
 
 # Opens the session by its id; returns why it could not (the browser then stays open).
 Resume = Callable[[str], Awaitable[str | None]]
@@ -67,6 +80,7 @@ class SessionBrowser(Screen[None]):
         self.cwd = cwd
         self.on_resume = on_resume
         self.rows: list[SessionSummary] = []
+        self._shown_width = 0  # the first prompt's column, as last drawn
 
     def compose(self) -> ComposeResult:
         yield Static(f"Sessions — {self.cwd} first, then all", id="browser-title")
@@ -75,43 +89,50 @@ class SessionBrowser(Screen[None]):
         yield Static("enter resume · r replay · d delete · / search · esc back", id="browser-keys")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns(
-            "id",
-            "started",
-            "where",
-            "mode",
-            "turns",
-            "tools",
-            "outcome",
-            "took",
-            "tokens",
-            "cost",
-            "first prompt",
-        )
         self.reload()
-        table.focus()
+        self.query_one(DataTable).focus()
+
+    def on_resize(self) -> None:
+        if self.is_mounted and self._prompt_width() != self._shown_width:
+            self.reload(self.query_one(Input).value)
+
+    def _prompt_width(self) -> int:
+        """What is left of the screen for the first prompt once the columns that say
+        which session it is are drawn; the rest scroll to the right."""
+        width = self.size.width or self.app.size.width
+        return max(PROMPT_MIN, min(PROMPT_MAX, width - _LEFT_OF_THE_PROMPT))
 
     def reload(self, search: str = "") -> None:
         self.rows, _ = sessions_for(self.store, self.cwd, show_all=True, search=search)
         table = self.query_one(DataTable)
-        table.clear()
+        cursor = table.cursor_row
+        table.clear(columns=True)
+        self._shown_width = prompt = self._prompt_width()
+        table.add_column("id")
+        table.add_column("started")
+        table.add_column("first prompt", width=prompt)
+        table.add_column("model", width=MODEL_WIDTH)
+        for label in ("outcome", "where", "mode", "turns", "tools", "took", "tokens", "cost"):
+            table.add_column(label)
         here = str(self.cwd)
         for s in self.rows:
             table.add_row(
                 s.id[:8],
                 _short_time(s.started),
+                one_line(origin_prefix(s) + (s.title or s.first_prompt), prompt),
+                model_label(s.model),
+                outcome_cell(s),
                 "here" if s.cwd == here else Path(s.cwd).name or s.cwd,
                 s.mode,
                 str(s.turns),
                 str(s.tool_calls),
-                outcome_cell(s),
                 duration(s.duration),
                 "{}/{}".format(*usage_cells(s)[:2]),  # in/out: the table is narrow
                 usage_cells(s)[2],
-                one_line(origin_prefix(s) + (s.title or s.first_prompt), 60),
                 key=s.id,
             )
+        if self.rows and cursor > 0:
+            table.move_cursor(row=min(cursor, len(self.rows) - 1))
 
     @on(Input.Changed, "#browser-search")
     def search(self, event: Input.Changed) -> None:

@@ -18,6 +18,7 @@ _HEADERS = (
     "ID",
     "STARTED",
     "CWD",
+    "MODEL",
     "MODE",
     "TURNS",
     "TOOLS",
@@ -28,8 +29,14 @@ _HEADERS = (
     "COST",
     "FIRST PROMPT",
 )
-_RIGHT = {4, 5, 7, 8, 9, 10}
-_CWD = 2
+_RIGHT = {"TURNS", "TOOLS", "TOOK", "IN", "OUT", "COST"}
+_KEEP_END = {"CWD"}  # a path's end says more than its start
+_CAPS = {"CWD": 30, "MODEL": 18}
+# What a narrow terminal leaves out first, so that the first prompt (what says which
+# session it is) keeps PROMPT_ROOM characters.
+_DROPPED_FIRST = ("TOOLS", "OUT", "COST", "TURNS", "IN", "TOOK", "MODE", "CWD")
+PROMPT_ROOM = 24
+MODEL_WIDTH = 18
 
 
 def sessions_for(
@@ -68,7 +75,9 @@ def print_sessions(
         out.write(f"No sessions yet in {store.root}.{hint}\n")
         return 0
     width = shutil.get_terminal_size((140, 24)).columns
-    for line in format_table([_row(s) for s in shown], width):
+    # A pipe gets every column and the whole prompt (a reader may cut them); a
+    # terminal, what fits it.
+    for line in format_table([_row(s) for s in shown], width, narrow=out.isatty()):
         out.write(line.rstrip() + "\n")
     if others:
         listing = "loopdeck sessions --copilot --all" if copilot else "loopdeck sessions --all"
@@ -90,6 +99,7 @@ def _row(s: SessionSummary) -> tuple[str, ...]:
         s.id[:8],
         _local(s.started),
         _home_relative(s.cwd),
+        model_label(s.model),
         s.mode,
         str(s.turns),
         str(s.tool_calls),
@@ -121,19 +131,43 @@ def usage_cells(s: SessionSummary) -> tuple[str, str, str]:
     return tokens(s.input_tokens) or "0", tokens(s.output_tokens) or "0", cost(s.cost) or "-"
 
 
-def format_table(rows: list[tuple[str, ...]], width: int) -> list[str]:
-    """Columns sized to content; the cwd and the prompt are cut to fit ``width``."""
-    count = len(_HEADERS)
-    widths = [max(len(r[i]) for r in [_HEADERS, *rows]) for i in range(count)]
-    widths[_CWD] = min(widths[_CWD], 30)
-    fixed = sum(widths[:-1]) + 2 * (count - 1)
-    widths[-1] = max(12, min(widths[-1], width - fixed))
+def model_label(model: str) -> str:
+    """The model's own name, without the provider path (``claude-sonnet-4-5``)."""
+    name = model.rsplit("/", 1)[-1] or "?"
+    return name if len(name) <= MODEL_WIDTH else name[: MODEL_WIDTH - 1] + "…"
+
+
+def format_table(rows: list[tuple[str, ...]], width: int, *, narrow: bool = True) -> list[str]:
+    """Columns sized to content. For a terminal (``narrow``), what fits ``width``: the
+    least telling columns are left out first (_DROPPED_FIRST), then the prompt is cut;
+    a pipe gets every column and the whole first line of the prompt."""
+    table = [_HEADERS, *rows]
+    natural = {
+        name: min(max(len(r[i]) for r in table), _CAPS.get(name, 1 << 30))
+        for i, name in enumerate(_HEADERS)
+    }
+    kept = list(_HEADERS[:-1])
+
+    def used() -> int:
+        return sum(natural[name] for name in kept) + 2 * len(kept)
+
+    room = min(PROMPT_ROOM, natural["FIRST PROMPT"])
+    for name in _DROPPED_FIRST if narrow else ():
+        if used() + room <= width:
+            break
+        kept.remove(name)
+    prompt_width = natural["FIRST PROMPT"]  # a pipe's reader cuts it if it likes
+    if narrow:
+        prompt_width = max(12, min(prompt_width, width - used()))
+    columns = [*(_HEADERS.index(name) for name in kept), len(_HEADERS) - 1]
+    widths = {**natural, "FIRST PROMPT": prompt_width}
     lines = []
-    for row in [_HEADERS, *rows]:
+    for row in table:
         cells = []
-        for i, (cell, w) in enumerate(zip(row, widths, strict=True)):
-            fitted = _fit(cell, w, keep_end=i == _CWD)
-            cells.append(fitted.rjust(w) if i in _RIGHT else fitted.ljust(w))
+        for i in columns:
+            name, w = _HEADERS[i], widths[_HEADERS[i]]
+            fitted = _fit(row[i], w, keep_end=name in _KEEP_END)
+            cells.append(fitted.rjust(w) if name in _RIGHT else fitted.ljust(w))
         lines.append("  ".join(cells))
     return lines
 

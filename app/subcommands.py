@@ -106,18 +106,27 @@ def _watch(argv: list[str]) -> int:
 
 
 def _export(argv: list[str]) -> int:
-    from app.export import export_session
+    from app.export import export_session, format_for
 
     parser = _parser("export", "Write a session as a readable Markdown or HTML transcript.")
     parser.add_argument("session", metavar="SESSION", help="an id, an id prefix, or a path")
-    parser.add_argument("--format", choices=("md", "html"), default="md")
+    parser.add_argument(
+        "--format",
+        choices=("md", "html"),
+        help="md or html (default: html for an -o file ending in .html or .htm, else md)",
+    )
     parser.add_argument("-o", "--output", type=Path, help="write to FILE (default: stdout)")
     args = parser.parse_args(argv)
     path = _session_path(parser, args.session)
-    text = export_session(path, args.format)
+    fmt = args.format or format_for(args.output)
+    text = export_session(path, fmt)
     if args.output is None:
         sys.stdout.write(text)
-    else:
+        return 0
+    try:
         args.output.write_text(text, encoding="utf-8")
-        sys.stderr.write(f"wrote {args.output}\n")
+    except OSError as exc:
+        sys.stderr.write(f"{parser.prog}: cannot write {args.output}: {exc.strerror or exc}\n")
+        return 1
+    sys.stderr.write(f"wrote {args.output}\n")
     return 0

@@ -50,6 +50,7 @@ def _run_tui(args: argparse.Namespace, cwd: Path) -> int:
         store=store,
         model_factory=lambda name: _switch_model(args, name),
         tail=tail,
+        model_opener=lambda name: opener_with_model(args, cwd, name),
     )
     code = app.run() or 0
     # The terminal is restored by now: this line stays on screen after the app.
@@ -96,7 +97,7 @@ def make_openers(
         try:
             return await open_session(args, cwd)
         except SetupError as exc:
-            raise StartupError(str(exc)) from exc
+            raise StartupError(in_app(str(exc))) from exc
 
     async def resumer(session_id: str) -> Session:
         from app.model_setup import SetupError, open_session
@@ -111,6 +112,31 @@ def make_openers(
             raise StartupError(str(exc)) from exc
 
     return opener, resumer
+
+
+async def opener_with_model(args: argparse.Namespace, cwd: Path, name: str) -> Session:
+    """The session the flags describe, with the model picked in the app (``/model``
+    when none was configured)."""
+    from app.model_setup import SetupError, open_session
+    from app.session_switch import StartupError
+
+    try:
+        return await open_session(args, cwd, model_string=name)
+    except SetupError as exc:
+        raise StartupError(str(exc)) from exc
+
+
+def in_app(problem: str) -> str:
+    """A start-up problem as the app says it: a missing model can be chosen right here."""
+    from agent.models.select import NO_MODEL_HELP
+
+    if problem != NO_MODEL_HELP.strip() and problem != NO_MODEL_HELP:
+        return problem
+    return NO_MODEL_HELP.replace(
+        "No model is configured yet.\n",
+        "No model is configured yet. Type /model to choose one now, or set one for next time.\n",
+        1,
+    ).replace("  loopdeck --model scripted:demo\n", "  /model scripted:demo\n")
 
 
 def start_tail(args: argparse.Namespace, cwd: Path) -> Future[TailPreview] | None:

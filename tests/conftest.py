@@ -26,3 +26,24 @@ def loopdeck_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     yield home
+
+
+# A test is "slow" (pytest -m "not slow" leaves it out) when its module drives the
+# Textual app (Pilot, snapshots), starts processes or serves HTTP: told from the module's
+# source, so a new test of that kind is marked without anyone remembering to.
+_SLOW_SIGNS = ("run_test(", "snap_compare", "subprocess", "AppInPty", "openai_server")
+_slow_modules: dict[str, bool] = {}
+
+
+def _is_slow(path: Path) -> bool:
+    key = str(path)
+    if key not in _slow_modules:
+        source = path.read_text("utf-8") if path.suffix == ".py" else ""
+        _slow_modules[key] = any(sign in source for sign in _SLOW_SIGNS)
+    return _slow_modules[key]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _is_slow(Path(item.path)):
+            item.add_marker(pytest.mark.slow)

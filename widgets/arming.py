@@ -1,37 +1,44 @@
-"""Keys typed just before a question appears do not answer it.
+"""Keys typed before a question appears do not answer it; keys typed after it do.
 
 A question answered by single keys (a permission's y/a/n, a plan's 1/2/3, a choice
 and Enter) appears while the user may still be typing in the chat prompt: a key
-meant for the prompt would answer it. So each such question takes keys only
-:data:`ARM_DELAY` after it was first drawn.
+meant for the prompt would answer it. So each such question takes only the keys (and
+pastes) that *arrived* at least :data:`ARM_DELAY` after it was first painted.
+
+Both ends are measured where they happen, not where they are handled: the paint when
+the question's lines have been rendered for the screen (the write to the terminal
+follows in the same step), the key when the terminal delivered it (Textual stamps each
+input event in its input thread). On a loaded machine the loop may handle a key, or run
+an after-refresh callback, long after either; measuring at those points dropped keys
+typed well after the question was visible.
 """
 
 from __future__ import annotations
 
 import math
-import time
 
-from textual.message_pump import MessagePump
+from textual._time import get_time  # the clock Textual stamps every event with
+from textual.message import Message
 
-ARM_DELAY = 0.4  # seconds before keys count
+# Below the fastest reaction to something newly seen (~0.15–0.2 s): a key this soon after
+# the paint was typed for the chat prompt, not for the question.
+ARM_DELAY = 0.12  # seconds
 
 
 class Arming:
-    """When a question was first drawn, and whether its keys count yet."""
+    """When a question was first painted, and whether an input event answers it."""
 
     def __init__(self) -> None:
-        self.shown_at = math.inf  # set once drawn: until then no key counts
+        self.shown_at = math.inf  # set once painted: until then nothing counts
 
-    def start_after_refresh(self, widget: MessagePump) -> None:
-        """Start the delay once ``widget`` is drawn (call it from ``on_mount``).
+    def painted(self) -> None:
+        """Note the first paint: call it after rendering the question's lines."""
+        if self.shown_at == math.inf:
+            self.shown_at = get_time()
 
-        Mounted is not yet on screen: the delay counts from the first refresh, so a
-        slow first draw does not use it up.
-        """
-        widget.call_after_refresh(self._start)
-
-    def _start(self) -> None:
-        self.shown_at = time.monotonic()
+    def counts(self, event: Message) -> bool:
+        """Whether ``event`` (a key or a paste) arrived once the question could be seen."""
+        return event.time - self.shown_at >= ARM_DELAY
 
     @property
     def drawn(self) -> bool:
@@ -39,4 +46,5 @@ class Arming:
 
     @property
     def armed(self) -> bool:
-        return time.monotonic() - self.shown_at >= ARM_DELAY
+        """Whether a key arriving now would count."""
+        return get_time() - self.shown_at >= ARM_DELAY

@@ -26,13 +26,27 @@ class UserMessageView(Static):
         self.block = block
 
     def render(self) -> RenderableType:
-        text = Text.assemble(("❯ ", "bold"), self.block.content)
+        text = Text.assemble(("❯ ", "bold"), shown_lines(self.block.content))
         if self.block.attachments:
             text.append("\n  ")
             for label in self.block.attachments:
                 text.append(f" @{label} ", style="reverse")
                 text.append(" ")
         return text
+
+
+MESSAGE_LINES = 12  # a longer message (a paste) shows its start and how much more it held
+
+
+def shown_lines(content: str) -> Text:
+    """A user's message as the timeline shows it: whole, or a long paste's first lines
+    and a count of the rest (the model got all of it)."""
+    lines = content.split("\n")
+    if len(lines) <= MESSAGE_LINES:
+        return Text(content)
+    text = Text("\n".join(lines[: MESSAGE_LINES - 2]))
+    text.append(f"\n… {len(lines) - (MESSAGE_LINES - 2):,} more lines", style="dim italic")
+    return text
 
 
 class NudgeView(Static):
@@ -83,12 +97,13 @@ class ErrorView(Static):
 
 
 class AbortView(Static):
-    def __init__(self, block: AbortBlock) -> None:
+    def __init__(self, block: AbortBlock, next_step: str = "Send a message to go on.") -> None:
         super().__init__(classes="abort")
         self.block = block
+        self.next_step = next_step  # what happens now (a queued message is sent next)
 
     def render(self) -> RenderableType:
-        return Text(f"■ Aborted — {abort_reason(self.block.reason)} Send a message to go on.")
+        return Text(f"■ Aborted — {abort_reason(self.block.reason)} {self.next_step}")
 
 
 class NoticeView(Static):

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Region
 from textual.screen import ModalScreen
+from textual.strip import Strip
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from agent.events.permission_level import OPTIONS, QUESTION, Level, LevelOption
 from widgets.arming import Arming
 
+_ANSWER_KEYS = {"enter", *(str(number) for number in range(1, len(OPTIONS) + 1))}
 _KIND_WORDS = {"write": "file edits", "shell": "shell commands", "custom-tool": "app tools"}
 
 
@@ -44,7 +48,7 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
     ) -> None:
         super().__init__(id="permission-level")
         self.denied = denied  # the kinds of call the rules would deny in autopilot
-        self.arming = Arming()  # until armed, no choice counts
+        self.arming = Arming()  # keys typed before it was painted choose nothing
         self.on_cancel = on_cancel  # where Esc leaves the user, as its label says
         # The mode Shift+Tab goes on to instead of autopilot (None: not offered).
         self.skip_to = skip_to
@@ -66,17 +70,27 @@ class PermissionLevelScreen(ModalScreen[Level | None]):
                 f"1/2/3 or ↑↓ Enter choose · {skip}Esc cancel ({self.on_cancel})", classes="dim"
             )
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        self.arming.painted()  # once rendered: a slow first draw does not use up the delay
+        return lines
+
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
-        self.arming.start_after_refresh(self)
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
         message.stop()
         self.action_choose(message.option_index)
 
+    def on_key(self, event: events.Key) -> None:
+        # Runs as the key bubbles up from the list, before any binding: a choice typed
+        # before the question could be seen stops here.
+        if event.key in _ANSWER_KEYS and not self.arming.counts(event):
+            event.stop()
+            event.prevent_default()
+
     def action_choose(self, index: int) -> None:
-        if self.arming.armed:  # else typed before the question appeared: not an answer
-            self.dismiss(OPTIONS[index].level)
+        self.dismiss(OPTIONS[index].level)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

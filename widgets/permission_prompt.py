@@ -15,6 +15,8 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from agent.permissions.rules import PermissionAnswer, PermissionPrompt, command_identifiers
@@ -60,16 +62,20 @@ class PermissionPromptView(Vertical, can_focus=True):
             classes="keys",
         )
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        self.arming.painted()  # once rendered: a slow first draw does not use up the delay
+        return lines
+
     def on_mount(self) -> None:
         self.focus()
         self.scroll_visible()
-        self.arming.start_after_refresh(self)
 
     def on_key(self, event: events.Key) -> None:
         if self._feedback is not None or event.key not in ("y", "a", "n"):
-            return  # Esc still aborts the turn; Ctrl+C still quits
+            return  # Esc and Ctrl+C still stop the turn
         event.stop()
-        if not self.arming.armed:
+        if not self.arming.counts(event):
             return  # typed before the request appeared: not an answer
         match event.key:
             case "y":

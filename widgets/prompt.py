@@ -117,7 +117,10 @@ class PromptInput(TextArea):
     # --- paste -------------------------------------------------------------------
 
     async def _on_paste(self, event: events.Paste) -> None:
-        lines = event.text.count("\n") + 1
+        # Terminals and tmux send a paste's line breaks as CR (or CRLF): one convention.
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        event.text = text
+        lines = len(text.splitlines()) or 1  # a final line break ends a line, adds none
         if lines < COLLAPSE_LINES or self.read_only:
             return  # TextArea's own handler (dispatched after this one) inserts it
         event.prevent_default()
@@ -127,7 +130,7 @@ class PromptInput(TextArea):
         while marker in self.pastes:
             number += 1
             marker = f"[pasted {lines} lines #{number}]"
-        self.pastes[marker] = event.text
+        self.pastes[marker] = text
         result = self.replace(marker, *self.selection)
         self.move_cursor(result.end_location)
 
@@ -182,6 +185,21 @@ class PromptInput(TextArea):
                 self._walk_history(1)
                 return
         await super()._on_key(event)
+
+    def clear_draft(self) -> bool:
+        """Clear what is typed (Esc, Ctrl+C), keeping it in the history for Up."""
+        text = self._expanded(self.text).strip()
+        if not text:
+            return False
+        if not self.sent or self.sent[-1] != text:
+            self.sent.append(text)
+        self._history_index = None
+        self._draft = ""
+        self.pastes.clear()
+        self.clear()
+        if self.menu is not None:
+            self.menu.close()
+        return True
 
     def _submit(self) -> None:
         text = self._expanded(self.text).strip()

@@ -114,6 +114,9 @@ class Timeline(VerticalScroll):
         self._catch_up_due = False
         self.transcript = Transcript()
         self.nudge_cap = nudge_cap
+        # What the next abort line says happens now, when the app knows better than
+        # "send a message" (a queued message is sent next).
+        self.after_abort: str | None = None
         self.max_mounted = MAX_MOUNTED
         self.earlier: EarlierSource | None = None  # older blocks not folded yet
         self._views: dict[int, Widget] = {}  # block_id -> mounted view
@@ -351,6 +354,9 @@ class Timeline(VerticalScroll):
                 return TaskCompleteView(item)
             case ErrorBlock():
                 return ErrorView(item)
+            case AbortBlock() if self.after_abort is not None:
+                next_step, self.after_abort = self.after_abort, None
+                return AbortView(item, next_step)
             case AbortBlock():
                 return AbortView(item)
             case NoticeBlock():

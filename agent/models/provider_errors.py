@@ -116,6 +116,11 @@ _CONNECTION = re.compile(
 )
 
 
+# How the error for a missing API key starts: no request left this process (a session
+# that ended with it never started, see agent.session).
+NO_KEY = "No API key for"
+
+
 def _missing_key(detail: str) -> bool:
     return bool(_MISSING_KEY.search(detail))
 
@@ -175,7 +180,7 @@ def _summary(
     where = _where(ctx)
     match error_type:
         case "auth" if _missing_key(detail):
-            return f"No API key for {model}: set {_key_hint(model)} in the environment."
+            return f"{NO_KEY} {model}: set {_key_hint(model)} in the environment."
         case "auth" if isinstance(exc, litellm.PermissionDeniedError) or status == 403:
             return f"{where} denied access for {model} (403): check the key's permissions."
         case "auth":

@@ -43,12 +43,30 @@ _OTHER_KEY_VARS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The provider LiteLLM picks for a bare model name (no ``provider/``), by the name's
+# start: the families LiteLLM's own model list maps this way. Read without importing it.
+_BARE_NAME_PROVIDERS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("gpt-", "chatgpt-", "o1", "o3", "o4", "text-davinci", "davinci", "babbage"), "openai"),
+    (("claude-",), "anthropic"),
+    (("gemini-",), "gemini"),
+    (("grok-",), "xai"),
+    (("mistral-", "codestral", "magistral", "open-mistral"), "mistral"),
+    (("deepseek-",), "deepseek"),
+)
+
+
 def provider_key_vars(model: str) -> tuple[str, ...]:
-    """The environment variables holding the API key for ``model``'s provider
-    (from its ``provider/`` prefix); empty when the provider is not known."""
-    if "/" not in model:
-        return ()
-    prefix = model.split("/", 1)[0]
+    """The environment variables holding the API key for ``model``'s provider (from
+    its ``provider/`` prefix, or the family of a bare name such as ``gpt-4o``); empty
+    when the provider is not known."""
+    if "/" in model:
+        prefix = model.split("/", 1)[0]
+    else:
+        bare = model.lower()
+        found = (p for starts, p in _BARE_NAME_PROVIDERS if bare.startswith(starts))
+        prefix = next(found, "")
+        if not prefix:
+            return ()
     for keys, default in PROVIDER_DEFAULTS:
         if default.split("/", 1)[0] == prefix:
             return keys

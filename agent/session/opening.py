@@ -147,6 +147,13 @@ async def resume_locked(
     )
     close_dangling(session, stopped)
     close_dangling_compaction(session, plan.index, stopped)
+    # A repair of the log above is written now (and shown first); opening it is
+    # written once it is used.
+    await check_written(session)
+    session._hold_opening()
+    outcome = meta.get("outcome")
+    if isinstance(outcome, str) and outcome:
+        session._outcome = outcome  # what it was, until a new turn says otherwise
     session.emit(
         SessionResumeData(
             event_count=len(plan.index),

@@ -39,7 +39,9 @@ from agent.events.schema import (
     SessionErrorData,
     SessionModeChangedData,
     SessionModelChangeData,
+    SessionResumeData,
     SessionTitleChangedData,
+    SessionWarningData,
     ToolRequest,
     WorkingDirectoryContext,
 )
@@ -86,6 +88,16 @@ log = logging.getLogger(__name__)
 Subscriber = Callable[[Event], None]
 
 
+# What opening a resumed session records (agent.session_open) and what the app changes
+# on open (the mode it starts in, the model picked): held until the session is used.
+OPENING_TYPES = (
+    SessionResumeData,
+    SessionModeChangedData,
+    SessionModelChangeData,
+    SessionWarningData,
+)
+
+
 class Session:
     def __init__(
         self,
@@ -121,10 +133,15 @@ class Session:
         self._tool_calls = 0
         self.usage = UsageLedger()  # cumulative, restored on resume from the checkpoints
         self._outcome = "in progress"
+        # While a resumed session is only looked at: the events of opening it, shown but
+        # not yet written (see _hold_opening). None once it is used, or never held.
+        self._held: list[Event] | None = None
+        self._delivered_early: set[str] = set()  # held events subscribers already have
         self._open_turn: str | None = None
         self._first_prompt = ""
         self.title = ""  # /rename
         self._created_here = False  # by create(), not resume(): ours to discard if empty
+        self._start_error: SessionErrorData | None = None  # its first error
         # A fork opened by this process (agent/log/fork.py): discarded too if nothing is sent.
         self.discard_unused = False
         self._sent = False
@@ -252,6 +269,8 @@ class Session:
     def emit(self, data: EventData, *, at: str | None = None) -> Event:
         """Record ``data`` as a new event (timestamped now, or ``at``)."""
         data = self.secrets.event_data(data)
+        if isinstance(data, SessionErrorData) and self._start_error is None:
+            self._start_error = data  # the first one (see _never_started)
         event = Event.new(data, self._last_persisted_id)
         if at is not None:
             event.timestamp = at
@@ -259,6 +278,12 @@ class Session:
         if not event.ephemeral:
             # Ephemeral events hang off the chain; they are never on disk to point at.
             self._last_persisted_id = event.id
+            if self._held is not None:
+                if isinstance(data, OPENING_TYPES):
+                    self._held.append(event)  # shown now, written if the session is used
+                    self._deliver([event])
+                    return event
+                self._write_held()
         if self._writer is not None:
             # Subscribers get it from the writer, once its batch is written.
             self._writer.append(event, durable=isinstance(data, AssistantTurnEndData))
@@ -271,9 +296,26 @@ class Session:
             self.emit(self.usage.checkpoint())
         return event
 
+    def _hold_opening(self) -> None:
+        """From now until the session is used (a prompt, a rename, a compaction: any
+        event but those of opening it), write nothing: opening a finished session to
+        look at it and leaving must not change what its listing says it was."""
+        self._held = []
+
+    def _write_held(self) -> None:
+        held, self._held = self._held or [], None
+        if self._writer is not None:
+            for event in held:
+                self._delivered_early.add(event.id)
+                self._writer.append(event)
+        self._save_meta()
+
     def _deliver(self, events: list[Event]) -> None:
         """Hand written events (and the ephemeral ones between them) to subscribers."""
         for event in events:
+            if event.id in self._delivered_early:
+                self._delivered_early.discard(event.id)  # held, shown when it was emitted
+                continue
             # MCP servers' status is ephemeral, yet a subscriber that comes after the
             # servers started (the app's first frame, -p's printer) must see it.
             keep = not event.ephemeral or event.type.startswith("session.mcp_")
@@ -548,18 +590,36 @@ class Session:
             unused = (self._created_here and not self._first_prompt) or (
                 self.discard_unused and not self._sent
             )
-            if self.store is not None and unused:
-                # Opened and left without a word: nothing worth keeping or listing.
+            if self.store is not None and (unused or self._never_started()):
+                # Opened and left without a word, or a start that failed before any
+                # provider answered: nothing worth keeping or listing.
                 shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
         finally:
             if self._lock is not None:
                 self._lock.release()  # last: the folder is left as this writer meant it
                 self._lock = None
 
+    def _never_started(self) -> bool:
+        """Created here, and ended for want of an API key (no request ever left this
+        process) before anything was answered or run: a failed start, not a session."""
+        from agent.models.provider_errors import NO_KEY
+
+        error = self._start_error
+        return (
+            self._created_here
+            and self._outcome == "error"
+            and error is not None
+            and error.error_type == "auth"
+            and error.message.startswith(NO_KEY)
+            and self._tool_calls == 0
+            and not any(m.get("role") == "assistant" for m in self.history.messages)
+        )
+
     # --- bookkeeping ---------------------------------------------------------
 
     def _save_meta(self) -> None:
-        save_meta(self)
+        if self._held is None:  # a session only looked at keeps the metadata it had
+            save_meta(self)
 
     def _context(self) -> WorkingDirectoryContext:
         return working_context(self)

@@ -448,6 +448,7 @@ def test_sessions_lists_id_mode_turns_and_first_prompt(
         "ID",
         "STARTED",
         "CWD",
+        "MODEL",
         "MODE",
         "TURNS",
         "TOOLS",
@@ -490,7 +491,7 @@ def test_sessions_lists_id_mode_turns_and_first_prompt(
     code, out, _ = run(capsys, "sessions", "--all")
     assert code == 0
     other_row = (
-        rf"^{other_id[:8]} .*~/elsewhere\s+interactive\s+2\s+1\s+completed\s+{took}"
+        rf"^{other_id[:8]} .*~/elsewhere\s+\S+\s+interactive\s+2\s+1\s+completed\s+{took}"
         r"\s+2\.5k\s+35\s+\$0\.0050\s+other place$"
     )
     assert re.search(other_row, out, re.M)

@@ -285,6 +285,24 @@ def test_export_subcommand_writes_the_file(
     assert not (tmp_path / "x.md").exists()
 
 
+def test_export_infers_html_from_the_suffix_and_says_why_a_file_cannot_be_written(
+    stored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_html = tmp_path / "session.HTML"
+    code, out, err = run(capsys, "export", LOOPDECK_ID[:8], "-o", str(out_html))
+    assert code == 0 and err == f"wrote {out_html}\n"
+    assert out_html.read_text("utf-8") == export_session(stored, "html")
+    # --format still wins over the suffix.
+    code, _, _ = run(capsys, "export", LOOPDECK_ID[:8], "-o", str(out_html), "--format", "md")
+    assert code == 0 and out_html.read_text("utf-8") == export_session(stored, "md")
+
+    missing = tmp_path / "missing" / "dir" / "x.md"
+    code, out, err = run(capsys, "export", LOOPDECK_ID[:8], "-o", str(missing))
+    assert code == 1 and out == ""
+    assert err == f"loopdeck export: cannot write {missing}: No such file or directory\n"
+    assert "Traceback" not in err
+
+
 # --- helpers -----------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from tests.support.permission_level import Harness, dialog_armed, dialog_gone, o
 from tests.support.permission_ui import GREET, SIZE, wait_idle
 from tests.support.permission_ui import workspace as workspace  # the fixture
 from tests.support.pilot import text_of, wait_for
+from tests.support.timed_keys import press_at
 from widgets.plan_panel import PlanPanel
 from widgets.plan_view import PlanApproval, PlanView
 
@@ -232,6 +233,30 @@ async def test_keys_pressed_as_the_question_appears_do_not_answer(
         await pilot.press("shift+tab")  # no mode switch under a waiting plan
         await pilot.pause()
         assert h.session.mode == "plan"
+
+
+async def test_a_key_typed_once_the_question_shows_answers_however_late_it_is_handled(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Measured from the question's first paint to the key's arrival: a "1" typed before
+    the paint does not approve, one typed ARM_DELAY after it does, whenever handled."""
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.3)
+    h = Harness(
+        workspace,
+        mode="plan",
+        turns=[{"text": "Plan.", "tool_calls": [PROPOSE]}, {"text": "Done."}],
+    )
+    async with h.app.run_test(size=SIZE) as pilot:
+        await opened(pilot, h)
+        await send(pilot, h, "fix the greeting")
+        await wait_for(pilot, lambda: (v := approval(h)) is not None and v.arming.drawn, "paint")
+        view = approval(h)
+        assert view is not None
+        painted = view.arming.shown_at
+        await press_at(pilot, "1", painted - 0.01)
+        assert not view.answer.done()
+        await press_at(pilot, "1", painted + 0.31)
+        await wait_for(pilot, lambda: h.session.mode == "interactive", "the approval")
 
 
 async def test_a_recorded_session_draws_the_plan_above_its_question(

@@ -537,12 +537,13 @@ def homes(tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_sessions_copilot_lists_copilot_cli_sessions(
-    homes: Path, capsys: pytest.CaptureFixture[str]
+    homes: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the first prompt uncut
     code, out, err = run(capsys, "sessions", "--copilot")
     assert code == 0, err
     header, row = out.splitlines()[:2]
-    assert header.split()[:4] == ["ID", "STARTED", "CWD", "MODE"]
+    assert header.split()[:5] == ["ID", "STARTED", "CWD", "MODEL", "MODE"]
     cells = row.split()
     assert cells[0] == COPILOT_ID[:8]
     assert "/home/dev/notes" in row and "interactive" in row

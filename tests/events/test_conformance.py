@@ -74,6 +74,8 @@ async def realistic_session(tmp_path: Path, store: SessionStore) -> tuple[list[E
     await session.close()
     resumed = await Session.resume(store=store, session_id=session.id, model=scripted(turns))
     resumed.subscribe(rec)
+    # Used, so its session.resume is written (opening alone writes nothing).
+    await resumed.send_and_wait("and after the resume")
     await resumed.close()
     return rec.events, session.id
 

@@ -463,7 +463,10 @@ async def resume(store: SessionStore, sid: str, raw: bytes) -> None:
             printer(event)
         assert isinstance(printer.out, io.StringIO)
         printer.out.getvalue().encode("utf-8")
-        added = session.backlog[session.restored :]  # what this run appended
+        # What this run appended: its repairs; opening it is held, unwritten, while the
+        # session is not used (agent.session: viewing writes nothing).
+        held = {e.id for e in session._held or []}
+        added = [e for e in session.backlog[session.restored :] if e.id not in held]
     finally:
         await session.close()
     after = store.events_path(sid).read_bytes()

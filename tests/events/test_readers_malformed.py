@@ -218,7 +218,7 @@ def test_sessions_reads_the_log_when_metadata_fields_have_the_wrong_type(
     code, out, err = run(capsys, "sessions")
     assert (code, err) == (0, "")
     (row,) = [line for line in out.splitlines() if line.startswith(sid[:8])]
-    assert row.split()[5:7] == ["2", "1"]  # turns and tool calls, from the log
+    assert row.split()[6:8] == ["2", "1"]  # turns and tool calls (after the model), from the log
     summary = SessionStore(loopdeck_home).summary(sid)
     assert (summary.turns, summary.tool_calls, summary.cwd) == (2, 1, str(workspace))
 

@@ -20,6 +20,7 @@ from agent.log.store import SessionStore
 from agent.models.base import ModelReply, ProviderError, RetryPolicy, StreamItem
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.provider_errors import provider_error_from, strip_credentials
+from agent.models.select import provider_key_vars
 from agent.session.session import Session
 from tests.support.fake_openai_server import (
     FakeOpenAIServer,
@@ -83,6 +84,16 @@ async def test_missing_anthropic_key_names_its_variable() -> None:
     error = await fail(LiteLLMModel("anthropic/claude-sonnet-4-5"))
     assert error.error_type == "auth"
     assert "set ANTHROPIC_API_KEY" in error.message
+
+
+async def test_missing_key_for_a_bare_model_name_names_its_providers_variable() -> None:
+    """LiteLLM sends a bare ``gpt-4o`` to OpenAI: the advice names OPENAI_API_KEY."""
+    error = await fail(LiteLLMModel("gpt-4o"))
+    assert error.error_type == "auth"
+    assert "set OPENAI_API_KEY" in error.message
+    assert provider_key_vars("claude-sonnet-4-5") == ("ANTHROPIC_API_KEY",)
+    assert provider_key_vars("o3-mini") == ("OPENAI_API_KEY",)
+    assert provider_key_vars("my-local-model") == ()
 
 
 def test_old_openai_sdk_wording_is_a_missing_key_too(litellm: Any) -> None:

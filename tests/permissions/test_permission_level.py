@@ -38,6 +38,7 @@ from tests.support.permission_ui import FIXED, GREET, SIZE, wait_idle
 from tests.support.permission_ui import workspace as workspace  # the fixture
 from tests.support.pilot import text_of, texts, wait_for
 from tests.support.scripting import FakeRecorder, scripted
+from tests.support.timed_keys import press_at
 from widgets.message_blocks import NoticeView
 from widgets.permission_level import PermissionLevelScreen
 
@@ -175,6 +176,29 @@ async def test_keys_pressed_as_the_dialog_appears_do_not_choose(
         await pilot.pause()
         assert h.dialog() is not None and h.session.mode == "plan"
         assert not h.answers()
+
+
+async def test_a_choice_typed_once_the_dialog_shows_counts_however_late_it_is_handled(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard is measured from the dialog's first paint to when the key arrived: a
+    "1" typed before the paint chooses nothing, one typed ARM_DELAY after it chooses,
+    even if the loop (busy on a loaded machine) handles it much later."""
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.3)
+    h = Harness(workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await opened(pilot, h)
+        await pilot.press("shift+tab", "shift+tab")  # via plan
+        await wait_for(pilot, lambda: (d := h.dialog()) is not None and d.arming.drawn, "paint")
+        dialog = h.dialog()
+        assert dialog is not None
+        painted = dialog.arming.shown_at
+        await press_at(pilot, "enter", painted - 0.01)
+        await press_at(pilot, "2", painted - 0.01)
+        assert h.dialog() is dialog and not h.answers()
+        await press_at(pilot, "1", painted + 0.31)
+        await dialog_gone(pilot, h)
+        assert h.session.mode == "autopilot" and h.session.permission_level.level == "allow-all"
 
 
 async def test_the_palette_command_asks_too(workspace: Path) -> None:

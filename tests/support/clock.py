@@ -1,6 +1,6 @@
-"""Clocks for the arming delay of the app's prompts (keys typed as a prompt appears do not
-answer it): a monotonic clock that moves only when the test says, a fixture that puts it
-behind the delay, and one that shortens the delay for tests that are not about it."""
+"""Clocks for the app's tests: a monotonic clock that moves only when the test says, and
+a fixture that shortens the prompts' arming delay (keys typed before a prompt is
+painted do not answer it) for tests that are not about it."""
 
 from __future__ import annotations
 
@@ -17,14 +17,6 @@ class FakeMonotonic:
 
     def monotonic(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
-    """The prompts' arming clock, moved by hand: ``clock.now += ...``."""
-    fake = FakeMonotonic()
-    monkeypatch.setattr(arming, "time", fake)
-    return fake
 
 
 @pytest.fixture

@@ -14,16 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 import widgets.arming as arming
 from agent.events.schema import ToolExecutionCompleteData, UserInputCompletedData
 from tests.support.ask_user import CHOICES, QUESTION, ask, todos
-from tests.support.clock import FakeMonotonic
-from tests.support.clock import clock as clock  # the fixture
 from tests.support.clock import quick_arm as quick_arm  # the fixture
 from tests.support.permission_ui import SIZE, Harness, wait_idle
 from tests.support.pilot import text_of, type_text, wait_for
+from tests.support.timed_keys import paste_at, press_at
 from widgets.ask_user_prompt import AskUserPromptView
 from widgets.message_blocks import NoticeView
 
@@ -143,34 +144,81 @@ async def test_a_question_without_choices_takes_text(workspace: Path) -> None:
         assert answers(h) == [("deckard", True)]
 
 
-async def test_keys_typed_as_the_question_appears_do_not_answer_it(
-    workspace: Path, clock: FakeMonotonic
-) -> None:
+async def test_keys_typed_as_the_question_appears_do_not_answer_it(workspace: Path) -> None:
     """A "1" and an Enter meant for the chat prompt must not pick a choice."""
     h = Harness(ASK_THEN_ANSWER, workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await send(pilot, h, "set up the storage")
-        await wait_for(pilot, lambda: bool(h.recorder.of("tool.execution_start")), "the call")
-        await pilot.press("1")
         await wait_for(pilot, lambda: question_view(h) is not None, "the question")
         view = question_view(h)
         assert view is not None
-        await pilot.press("1", "enter")
         await wait_for(pilot, lambda: view.arming.drawn, "the question to be drawn")
-        await pilot.press("1", "enter", "x")
-        clock.now += arming.ARM_DELAY - 0.01
-        await pilot.press("1", "enter", "x")
+        painted = view.arming.shown_at
+        for at in (painted - 0.01, painted + arming.ARM_DELAY - 0.01):
+            for key in ("1", "enter", "x"):
+                await press_at(pilot, key, at)
+        await paste_at(pilot, "typed for the prompt", painted - 0.01)
         await pilot.pause()
         assert not view.answer.done()
         assert answers(h) == []
         assert view.has_focus and question_view(h) is view
         assert not list(view.query("Input"))  # no typed answer was started either
 
-        # Once ARM_DELAY has passed, the same key answers.
-        clock.now += 0.02
-        await pilot.press("3")
+        # A key that arrived ARM_DELAY after the paint answers.
+        await press_at(pilot, "3", painted + arming.ARM_DELAY + 0.01)
         await wait_idle(pilot, h)
         assert answers(h) == [("SQLite", False)]
+
+
+async def answer_shown(pilot: Pilot[Any], h: Harness) -> AskUserPromptView:
+    """The question, painted; keys sent now count (ARM_DELAY is 0 in these tests)."""
+    await wait_for(pilot, lambda: question_view(h) is not None, "the question")
+    view = question_view(h)
+    assert view is not None
+    await wait_for(pilot, lambda: view.arming.drawn, "the question to be drawn")
+    return view
+
+
+async def test_a_fast_burst_of_keys_is_the_whole_answer(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys typed faster than the focus moves to the answer field are all kept, in order
+    (they reached the question, which dropped all but the first)."""
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.0)
+    h = Harness(ASK_THEN_ANSWER, workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await send(pilot, h, "set up the storage")
+        view = await answer_shown(pilot, h)
+        at = view.arming.shown_at + 0.5
+        events_ = [events.Key(k, k) for k in "redis"]
+        events_ += [events.Key("backspace", None), events.Key("s", "s")]
+        events_ += [events.Key("enter", "\r")]
+        for event in events_:  # all queued before the app handles any: a burst
+            event.time = at
+            event.set_sender(h.app)
+            h.app.post_message(event)
+        await wait_idle(pilot, h)
+        assert answers(h) == [("redis", True)]
+
+
+async def test_a_paste_is_the_whole_answer(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paste into the question starts the typed answer with all of its text, and a
+    second paste into the answer keeps every line too."""
+    monkeypatch.setattr(arming, "ARM_DELAY", 0.0)
+    h = Harness(ASK_THEN_ANSWER, workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await send(pilot, h, "set up the storage")
+        view = await answer_shown(pilot, h)
+        at = view.arming.shown_at + 0.5
+        await paste_at(pilot, "CockroachDB, because", at)
+        await wait_for(pilot, lambda: bool(list(view.query(Input))), "the typed answer")
+        await wait_for(pilot, lambda: view.query_one(Input).has_focus, "the answer's focus")
+        await paste_at(pilot, " it scales\rand it speaks Postgres\n", at)
+        await pilot.press("enter")
+        await wait_idle(pilot, h)
+        assert answers(h) == [("CockroachDB, because it scales and it speaks Postgres", True)]
 
 
 @pytest.mark.usefixtures("quick_arm")

@@ -10,18 +10,18 @@ a call without a rule is denied and the loop goes on; with ``allow_all`` it runs
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual._time import get_time
 from textual.pilot import Pilot
 from textual.widgets import Input
 
 import widgets.arming as arming
 from agent.permissions.rules import PermissionPolicy
 from tests.support.app_harness import every_turn_live as every_turn_live  # autouse
-from tests.support.clock import FakeMonotonic
-from tests.support.clock import clock as clock  # the fixture
 from tests.support.clock import quick_arm as quick_arm  # the fixture
 from tests.support.permission_ui import (
     EDIT,
@@ -40,6 +40,7 @@ from tests.support.permission_ui import (
 )
 from tests.support.permission_ui import workspace as workspace  # the fixture
 from tests.support.pilot import text_of, type_text, wait_for
+from tests.support.timed_keys import press_at
 from widgets.message_blocks import TaskCompleteView
 from widgets.permission_prompt import PermissionPromptView
 from widgets.tool_card import ToolCard
@@ -206,27 +207,22 @@ async def test_a_approves_the_command_for_the_session(workspace: Path) -> None:
 
 
 async def drawn(pilot: Pilot[Any], view: PermissionPromptView) -> None:
-    """Wait until the prompt has been drawn (its arming clock has started)."""
+    """Wait until the prompt has been painted (its arming clock has started)."""
     await wait_for(pilot, lambda: view.arming.drawn, "the prompt to be drawn")
 
 
-async def test_keys_typed_as_the_prompt_appears_do_not_answer_it(
-    workspace: Path, clock: FakeMonotonic
-) -> None:
-    """A "y" meant for the chat prompt must not approve an edit; ARM_DELAY later it does."""
+async def test_keys_typed_as_the_prompt_appears_do_not_answer_it(workspace: Path) -> None:
+    """A "y" meant for the chat prompt must not approve an edit; ARM_DELAY after the
+    paint it does. Each key counts by when it arrived, not when it was handled."""
     h = Harness([{"text": "", "tool_calls": [EDIT]}, {"text": "Done."}], workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await start(pilot, h, "say hi instead")
-        # The user goes on typing as the tool call starts...
-        await wait_for(pilot, lambda: bool(h.recorder.of("tool.execution_start")), "the call")
-        await pilot.press("y")
-        # ...and the prompt appears under their fingers.
         view = await prompt_shown(pilot, h)
-        await pilot.press("y")
         await drawn(pilot, view)
-        await pilot.press("y")
-        clock.now += arming.ARM_DELAY - 0.01
-        await pilot.press("y")
+        painted = view.arming.shown_at
+        # The user goes on typing as the prompt appears under their fingers.
+        await press_at(pilot, "y", painted - 0.01)  # before the paint, handled after it
+        await press_at(pilot, "y", painted + arming.ARM_DELAY - 0.01)
         await pilot.pause()
         assert not view.answer.done()
         assert h.completed() == []
@@ -234,9 +230,8 @@ async def test_keys_typed_as_the_prompt_appears_do_not_answer_it(
         assert "waiting for your approval" in text_of(h.app.query_one(ToolCard))
         assert (workspace / "greet.py").read_text("utf-8") == GREET
 
-        # Once ARM_DELAY has passed, the same key answers.
-        clock.now += 0.02
-        await pilot.press("y")
+        # A key that arrived ARM_DELAY after the paint answers.
+        await press_at(pilot, "y", painted + arming.ARM_DELAY + 0.01)
         await wait_idle(pilot, h)
         assert h.completed() == [{"kind": "approved"}]
         assert (workspace / "greet.py").read_text("utf-8") == FIXED
@@ -244,7 +239,7 @@ async def test_keys_typed_as_the_prompt_appears_do_not_answer_it(
 
 
 async def test_the_delay_counts_from_when_the_prompt_is_drawn(
-    workspace: Path, clock: FakeMonotonic, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A first draw slower than ARM_DELAY (a big diff, a slow terminal) must not use up
     the delay: a key typed as the prompt becomes visible still does not answer it."""
@@ -253,8 +248,8 @@ async def test_the_delay_counts_from_when_the_prompt_is_drawn(
 
     def slow_first_draw(self: PermissionPromptView, crop: Any) -> Any:
         if not slow_draws:
-            clock.now += 2 * arming.ARM_DELAY
-            slow_draws.append(clock.now)
+            slow_draws.append(get_time())
+            time.sleep(2 * arming.ARM_DELAY)
         return render_lines(self, crop)
 
     monkeypatch.setattr(PermissionPromptView, "render_lines", slow_first_draw)
@@ -264,12 +259,28 @@ async def test_the_delay_counts_from_when_the_prompt_is_drawn(
         view = await prompt_shown(pilot, h)
         await drawn(pilot, view)
         assert slow_draws, "the prompt was not drawn"
-        await pilot.press("y")
+        # Typed while it was being drawn, more than ARM_DELAY after the draw began.
+        await press_at(pilot, "y", slow_draws[0] + arming.ARM_DELAY + 0.01)
         await pilot.pause()
         assert not view.answer.done() and h.completed() == []
 
-        clock.now += arming.ARM_DELAY + 0.01
-        await pilot.press("y")
+        await press_at(pilot, "y", view.arming.shown_at + arming.ARM_DELAY + 0.01)
+        await wait_idle(pilot, h)
+        assert h.completed() == [{"kind": "approved"}]
+
+
+async def test_a_key_typed_once_the_prompt_shows_answers_it_however_late_it_is_handled(
+    workspace: Path,
+) -> None:
+    """On a loaded machine the loop may handle a key long after it was typed: a "y"
+    that arrived ARM_DELAY after the paint answers, whenever it is handled (the guard
+    measured at handling time dropped keys typed well after the prompt was visible)."""
+    h = Harness([{"text": "", "tool_calls": [EDIT]}, {"text": "Done."}], workspace)
+    async with h.app.run_test(size=SIZE) as pilot:
+        await start(pilot, h, "say hi instead")
+        view = await prompt_shown(pilot, h)
+        await drawn(pilot, view)
+        await press_at(pilot, "y", view.arming.shown_at + arming.ARM_DELAY + 0.01)
         await wait_idle(pilot, h)
         assert h.completed() == [{"kind": "approved"}]
 
