@@ -14,19 +14,28 @@ from typing import Any, Protocol
 
 from agent.events.schema import Event, EventData, Mode, SessionErrorData, ToolRequest
 from agent.events.usage_ledger import UsageLedger
+from agent.extensions.mcp.servers import McpServers
 from agent.log.lock import SessionLock
 from agent.log.store import SessionStore
 from agent.log.writer import SessionWriter
+from agent.loop.compaction import ContextKeeper
 from agent.loop.history import History
 from agent.loop.host import LoopHost
 from agent.models.base import ModelClient
 from agent.permissions.level import PermissionLevelChoice
 from agent.sandbox.policy import Sandbox
+from agent.session.fanout import EventFanout
 from agent.session.plan_mode import PlanMode
 from agent.session.tail_resume import ResumePlan
 from agent.session.todos import TodoList
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.registry import ToolRegistry
+
+
+class Stoppable(Protocol):
+    """The prompt runner (agent/session/runner.py), as closing sees it."""
+
+    async def stop(self) -> None: ...
 
 
 class SessionInternals(LoopHost, Protocol):
@@ -57,13 +66,22 @@ class SessionInternals(LoopHost, Protocol):
     _writer: SessionWriter | None
     _lock: SessionLock | None
     _last_persisted_id: str | None
-    _backlog: list[Event] | None
+    fanout: EventFanout
+    # what closing needs (agent/session/closing.py)
+    mcp: McpServers | None
+    context: ContextKeeper
+    discard_unused: bool
+    _sent: bool
+    _start_error: SessionErrorData | None
     _created_here: bool
     _forked_from: dict[str, Any] | None
     _started_at: str
 
     @property
     def mode(self) -> Mode: ...
+
+    @property
+    def _runner(self) -> Stoppable: ...
 
     @property
     def halted(self) -> SessionErrorData | None: ...

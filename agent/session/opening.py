@@ -204,7 +204,7 @@ def restore(session: SessionInternals, plan: ResumePlan) -> None:
                 session._last_persisted_id = event.id
                 break
     shown = [event for event in plan.shown if event is not None]
-    session._backlog = shown
+    session.fanout.backlog = shown
     session.restored = len(shown)
     session.resumed_from = plan
 

@@ -57,7 +57,7 @@ class PromptRunner:
         if immediate and self.running:
             self._steering.append(item)
             return
-        self.session._backlog = None
+        self.session.fanout.backlog = None  # the first send: late subscribers start here
         self.queue.append(item)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(

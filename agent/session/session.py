@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -60,6 +59,8 @@ from agent.permissions.level import PermissionLevelChoice
 from agent.permissions.rules import PermissionPolicy
 from agent.sandbox.policy import Sandbox
 from agent.sandbox.secrets import EnvFilter, SecretMasker
+from agent.session.closing import close_session
+from agent.session.fanout import EventFanout, Subscriber
 from agent.session.fold import fold_state
 from agent.session.limits import SessionLimits
 from agent.session.opening import (
@@ -85,7 +86,6 @@ if TYPE_CHECKING:  # the MCP SDK loads only when a session has servers
 
 log = logging.getLogger(__name__)
 
-Subscriber = Callable[[Event], None]
 
 
 # What opening a resumed session records (agent.session_open) and what the app changes
@@ -124,7 +124,7 @@ class Session:
         self._max_continues = max_autopilot_continues
         self._writer: SessionWriter | None = None
         self._lock: SessionLock | None = None  # one writer per session (agent.log.lock)
-        self._subscribers: list[Subscriber] = []
+        self.fanout = EventFanout()  # who hears the events, and the backlog for late ones
         self._last_persisted_id: str | None = None
         # Set when the log can no longer be written: the loop stops, sends fail.
         self._storage_error: SessionErrorData | None = None
@@ -136,7 +136,6 @@ class Session:
         # While a resumed session is only looked at: the events of opening it, shown but
         # not yet written (see _hold_opening). None once it is used, or never held.
         self._held: list[Event] | None = None
-        self._delivered_early: set[str] = set()  # held events subscribers already have
         self._open_turn: str | None = None
         self._first_prompt = ""
         self.title = ""  # /rename
@@ -173,9 +172,6 @@ class Session:
         # The model's context window: measured before each call, compacted when full.
         self._limits = SessionLimits(lambda: self.model)
         self.context = ContextKeeper(self, self._limits.new_meter())
-        # Events from before anyone could subscribe (a resumed log, resume notices),
-        # handed to the first ``subscribe(..., replay=True)``; dropped at first send.
-        self._backlog: list[Event] | None = []
         # Resumed: how many backlog events came from the log (the rest are this run's),
         # and what was read of it (its index, for the timeline's earlier turns).
         self.restored = 0
@@ -306,26 +302,12 @@ class Session:
         held, self._held = self._held or [], None
         if self._writer is not None:
             for event in held:
-                self._delivered_early.add(event.id)
+                self.fanout.shown_already(event)
                 self._writer.append(event)
         self._save_meta()
 
     def _deliver(self, events: list[Event]) -> None:
-        """Hand written events (and the ephemeral ones between them) to subscribers."""
-        for event in events:
-            if event.id in self._delivered_early:
-                self._delivered_early.discard(event.id)  # held, shown when it was emitted
-                continue
-            # MCP servers' status is ephemeral, yet a subscriber that comes after the
-            # servers started (the app's first frame, -p's printer) must see it.
-            keep = not event.ephemeral or event.type.startswith("session.mcp_")
-            if self._backlog is not None and keep:
-                self._backlog.append(event)
-            for subscriber in list(self._subscribers):
-                try:
-                    subscriber(event)
-                except Exception:  # one broken renderer must not stop the loop
-                    log.exception("event subscriber failed")
+        self.fanout.deliver(events)
 
     def _on_write_failure(self, error: LogWriteError) -> None:
         """The log cannot be written: stop the running loop now (it ends with this
@@ -361,26 +343,11 @@ class Session:
         With ``replay``, first hand it what happened before it subscribed: the
         restored log of a resumed session and the events of start-up.
         """
-        if replay and self._backlog:
-            for event in self._backlog:
-                callback(event)
-        self._subscribers.append(callback)
+        return self.fanout.subscribe(callback, replay=replay)
 
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
-
-    async def events(self) -> AsyncIterator[Event]:
+    def events(self) -> AsyncIterator[Event]:
         """Every event from now on, as an async iterator (break out to stop)."""
-        queue: asyncio.Queue[Event] = asyncio.Queue()
-        unsubscribe = self.subscribe(queue.put_nowait)
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            unsubscribe()
+        return self.fanout.events()
 
     # --- what the loop reads ---------------------------------------------------
 
@@ -407,7 +374,7 @@ class Session:
     @property
     def backlog(self) -> list[Event]:
         """Events from before the first send (see :meth:`subscribe`)."""
-        return list(self._backlog or [])
+        return list(self.fanout.backlog or [])
 
     @property
     def queued(self) -> int:
@@ -576,44 +543,7 @@ class Session:
 
     async def close(self) -> None:
         """Finish writing and release the log. Aborts a loop still running."""
-        await self._runner.stop()
-        try:
-            if self.mcp is not None:
-                await self.mcp.close()  # their processes end with the session
-            # A summary still being made ends now, recorded as failed, before the log closes.
-            await self.context.close()
-            if self._writer is not None:
-                await self._writer.close()
-                self._writer = None
-            if self.sandbox is not None:
-                self.sandbox.close()
-            unused = (self._created_here and not self._first_prompt) or (
-                self.discard_unused and not self._sent
-            )
-            if self.store is not None and (unused or self._never_started()):
-                # Opened and left without a word, or a start that failed before any
-                # provider answered: nothing worth keeping or listing.
-                shutil.rmtree(self.store.session_dir(self.id), ignore_errors=True)
-        finally:
-            if self._lock is not None:
-                self._lock.release()  # last: the folder is left as this writer meant it
-                self._lock = None
-
-    def _never_started(self) -> bool:
-        """Created here, and ended for want of an API key (no request ever left this
-        process) before anything was answered or run: a failed start, not a session."""
-        from agent.models.provider_errors import NO_KEY
-
-        error = self._start_error
-        return (
-            self._created_here
-            and self._outcome == "error"
-            and error is not None
-            and error.error_type == "auth"
-            and error.message.startswith(NO_KEY)
-            and self._tool_calls == 0
-            and not any(m.get("role") == "assistant" for m in self.history.messages)
-        )
+        await close_session(self)
 
     # --- bookkeeping ---------------------------------------------------------
 
