@@ -7,7 +7,6 @@ status bar; the prompt's messages go to the session. Widgets draw themselves.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
@@ -40,6 +39,7 @@ from app.resume_view import (
     show_preview_status,
 )
 from app.session_switch import SessionSwitch, StartupError
+from app.stop_keys import StopKeys
 from app.workspace_files import WorkspaceFiles
 from widgets.completion import CompletionMenu
 from widgets.permission_prompt import PermissionPromptView
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 
 SessionOpener = Callable[[], Awaitable["Session"]]
 STYLES = Path(__file__).resolve().parent.parent / "styles"
-QUIT_WINDOW = 2.0  # seconds between two Ctrl+C presses that quit
 STATUS_EVENTS = frozenset(
     {
         "user.message",
@@ -129,15 +128,15 @@ class LoopdeckApp(App[int]):
         self.prompt.menu = self.menu
         self.files = WorkspaceFiles()  # the workspace, for @ completion
         self.prompt.sources = {"/": commands.candidates, "@": self.files.candidates}
-        self._shell: Worker[ToolResult] | None = None  # a !command running
+        self.shell_worker: Worker[ToolResult] | None = None  # a !command running
         self.hint = KeyHint(id="hint")
         self._status_due = False
         self.status = StatusBar(nudge_cap=nudge_cap, id="status")
-        self._last_ctrl_c = 0.0
         self._startup_error: str | None = None
         self._stop_watching: Callable[[], None] = lambda: None
         self._sent_before_open: list[str] = []  # typed while the session was opening
         self.mode_switch = ModeSwitch(self)  # Shift+Tab, /mode, the plan's "in autopilot"
+        self.stop_keys = StopKeys(self)  # Esc and Ctrl+C
         self.upkeep = IdleUpkeep(  # the collector's long pauses, when nobody waits
             self, resting=lambda: self.session is not None and not self.session.busy
         )
@@ -328,7 +327,7 @@ class LoopdeckApp(App[int]):
         elif self.working:
             self.say("A !command runs when the agent is idle (Esc stops the turn).")
         else:
-            self._shell = self.run_worker(session.run_user_command(command), group="shell")
+            self.shell_worker = self.run_worker(session.run_user_command(command), group="shell")
 
     def _send(self, text: str) -> None:
         if self.session is None:
@@ -453,29 +452,10 @@ class LoopdeckApp(App[int]):
             self.prompt.refresh_completion()  # an @ typed while listing
 
     def action_abort(self) -> None:
-        """Esc: stop what runs; with nothing running, clear the prompt."""
-        if not self._stop_running() and self.prompt.clear_draft():
-            self.notify("Prompt cleared (Up brings it back).")
+        self.stop_keys.escape()
 
-    def _stop_running(self) -> bool:
-        """Stop the running turn and a !command the user started; whether one ran."""
-        stopped = False
-        if self._shell is not None and self._shell.is_running:
-            self._shell.cancel()
-            stopped = True
-        if self.session is not None and self.session.busy:
-            queued = self.session.queued
-            # The runner goes on with what was queued: the abort line must say so.
-            self.timeline.after_abort = (
-                None
-                if not queued
-                else "Your queued message is sent next."
-                if queued == 1
-                else f"Your {queued} queued messages are sent next."
-            )
-            self.session.abort()
-            stopped = True
-        return stopped
+    async def action_quit_twice(self) -> None:
+        await self.stop_keys.ctrl_c()
 
     async def _review_plan(self, review: PlanReview) -> PlanDecision:
         """Ask under the proposed plan: approve (interactive or autopilot) or keep planning."""
@@ -519,21 +499,6 @@ class LoopdeckApp(App[int]):
 
     def action_load_earlier(self) -> None:
         self.timeline.load_earlier()
-
-    async def action_quit_twice(self) -> None:
-        """Ctrl+C: the first stops what runs (or clears the prompt), the next quits."""
-        now = time.monotonic()
-        if now - self._last_ctrl_c < QUIT_WINDOW:
-            await self.action_quit()
-            return
-        self._last_ctrl_c = now
-        if self._stop_running():
-            said = "Stopped."
-        elif self.prompt.clear_draft():
-            said = "Prompt cleared (Up brings it back)."
-        else:
-            said = ""
-        self.notify(f"{said} Press Ctrl+C again to quit.".lstrip(), timeout=QUIT_WINDOW)
 
     async def action_quit(self) -> None:
         if self.session is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-import app.app as app_module
+import app.stop_keys as stop_keys
 import widgets.turn_view as turn_view
 from agent.session.session import Session
 from app.app import LoopdeckApp
@@ -400,7 +400,7 @@ async def test_message_sent_while_busy_is_queued_then_sent(workspace: Path) -> N
 async def test_ctrl_c_once_warns_twice_quits(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(app_module, "time", FakeMonotonic())  # the presses are "quick"
+    monkeypatch.setattr(stop_keys, "time", FakeMonotonic())  # the presses are "quick"
     h = Harness([{"text": "x"}], workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
@@ -421,17 +421,17 @@ async def test_ctrl_c_presses_far_apart_do_not_quit(
     # The app's clock, moved by the test: "far apart" and "quick" do not depend on how
     # fast a loaded machine delivers the key presses.
     clock = FakeMonotonic()
-    monkeypatch.setattr(app_module, "time", clock)
+    monkeypatch.setattr(stop_keys, "time", clock)
     h = Harness([{"text": "x"}], workspace)
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
         await pilot.press("ctrl+c")
-        clock.now += app_module.QUIT_WINDOW + 0.1
+        clock.now += stop_keys.QUIT_WINDOW + 0.1
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert h.app.is_running and h.app.return_value is None
         # The second press armed the window again: a quick third one quits.
-        clock.now += app_module.QUIT_WINDOW - 0.1
+        clock.now += stop_keys.QUIT_WINDOW - 0.1
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert h.app.return_value == 0
