@@ -158,6 +158,12 @@ class ContextKeeper:
         while self._task is not None and not self._task.done():
             await asyncio.wait({self._task})
 
+    async def load(self) -> None:
+        """Look up the limits and load the tokenizer, in a thread: litellm's first
+        import takes seconds, and on the event loop it would freeze the UI."""
+        while not self.meter.ready:  # a new meter (another model) may come meanwhile
+            await asyncio.to_thread(self.meter.load)
+
     def measure(self) -> Usage:
         host = self.host
         history = host.history
@@ -198,6 +204,7 @@ class ContextKeeper:
 
     async def before_call(self) -> None:
         """Called right before a model call: report the size, compact or wait."""
+        await self.load()
         self._sent = None
         self._cap_reply()
         self._calls += 1
@@ -263,6 +270,7 @@ class ContextKeeper:
         refused = self._sent or self.meter.last_counted
         if not refused:
             return False
+        await self.load()
         self.meter.refused(refused, self.limits.prompt_budget, refused_prompt_tokens(detail))
         await self._settle()  # a summary in flight: what it frees counts first
         usage = self.measure()
@@ -370,6 +378,7 @@ class ContextKeeper:
         with the focus takes its place, over the same conversation and what came
         since. (A second summary after the first would summarise a summary: what the
         focus asks to keep may already be gone.)"""
+        await self.load()
         if self.compacting and focus and focus != self.running_focus:
             self.abandon(f"superseded by /compact focused on: {focus}")
         if not self.compacting:

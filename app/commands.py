@@ -166,7 +166,7 @@ async def _context(app: LoopdeckApp, _: str) -> None:
 
     keeper = session.context
     # The first count may load a tokenizer (litellm): that happens off the UI's loop.
-    await asyncio.to_thread(keeper.meter.count_text, "tokenizer warm-up")
+    await keeper.load()
     usage = keeper.measure()
     totals = session.usage.totals()
     app.say(
