@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from agent import __version__
 
@@ -406,11 +407,12 @@ def need_terminal(prog: str, instead: str) -> bool:
     return False
 
 
-def silence_stdout() -> None:
-    """Point stdout at /dev/null: its reader is gone, and exit must not flush into it."""
+def silence_stdout(stdout: TextIO | None = None) -> None:
+    """Point stdout (``stdout``, default ``sys.stdout``) at /dev/null: its reader is
+    gone, and exit must not flush into it."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, (stdout or sys.stdout).fileno())
         os.close(devnull)
     except (OSError, ValueError):  # no real fd behind sys.stdout (a test's capture)
         pass
