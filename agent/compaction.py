@@ -53,7 +53,13 @@ from agent.events import (
     SessionWarningData,
 )
 from agent.history import SUMMARY_PREFIX, History
-from agent.models.base import ModelClient, ModelReply, ProviderError, ReplyCapped
+from agent.models.base import (
+    ModelClient,
+    ModelReply,
+    ProviderError,
+    ReplyCapped,
+    SummaryCapped,
+)
 from agent.summary_request import CHARS_PER_TOKEN, summarize, summary_request
 
 log = logging.getLogger(__name__)
@@ -65,6 +71,10 @@ KEPT_SHARE = 0.25  # of the window the newest exchange may take and still be kep
 RETRY_AFTER_CALLS = 5
 RETRY_AFTER_GROWTH = 0.25
 CUT_TOOL_OUTPUT = "loopdeck:cut_tool_output"  # session.truncation's performedBy for a cut result
+# A summary may take at most this share of the conversation it replaces (a summary no
+# smaller than it would grow the context), and at most SUMMARY_MAX_TOKENS.
+SUMMARY_SHARE = 0.5
+SUMMARY_MAX_TOKENS = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,12 +413,20 @@ class ContextKeeper:
         ratio = self.meter.ratio  # in the provider's scale, as usage.total is
         before = round(covered_tokens * ratio)
         count = self.meter.count_text
+        reply_tokens = self._summary_tokens(before)
         # Held within its share of the window as the provider counts it, not as we do.
         request = summary_request(
-            covered, self.limits.prompt_budget, focus, lambda text: math.ceil(count(text) * ratio)
+            covered,
+            self.limits.prompt_budget,
+            focus,
+            lambda text: math.ceil(count(text) * ratio),
+            reply_tokens,
         )
+        model = self.host.model
+        if isinstance(model, SummaryCapped):
+            model.cap_summary(reply_tokens)
         try:
-            summary, used = await summarize(self.host.model, request)
+            summary, used = await summarize(model, request)
         except asyncio.CancelledError:
             if self._running is not None and self._running[0] == attempt:
                 return self._complete_failed(attempt, trigger, "cancelled", usage)
@@ -423,6 +441,16 @@ class ContextKeeper:
         after_summary = round(
             (self.meter.count_text(SUMMARY_PREFIX + summary) + MESSAGE_OVERHEAD) * ratio
         )
+        if after_summary >= before:
+            # In its place the summary would grow the context: failed, as an empty one.
+            self._failed_at = (self.meter, self.meter.added, self._calls)
+            return self._complete_failed(
+                attempt,
+                trigger,
+                f"the summary ({after_summary:,} tokens) was no smaller than the "
+                f"{before:,} tokens of conversation it was to replace",
+                usage,
+            )
         done = SessionCompactionCompleteData(
             success=True,
             messages_removed=len(covered),
@@ -444,6 +472,15 @@ class ContextKeeper:
         self.meter.forget(history.messages)
         self.refresh()
         return done
+
+    def _summary_tokens(self, covered: int) -> int:
+        """The longest summary worth having of ``covered`` tokens: smaller than they
+        are (:data:`SUMMARY_SHARE`), and within the reply's room in the window (the
+        output limit the user gave or the model map says) and
+        :data:`SUMMARY_MAX_TOKENS`."""
+        tokens = min(max(1, int(covered * SUMMARY_SHARE)), SUMMARY_MAX_TOKENS)
+        room = self.limits.reply_room
+        return min(tokens, room) if room > 0 else tokens
 
     def _complete_failed(
         self, attempt: str, trigger: CompactionTrigger, error: str, usage: Usage

@@ -24,7 +24,7 @@ from agent.summary_request import SUMMARY_SYSTEM
 from app.cli import build_parser
 from app.model_setup import context_settings
 from tests.fake_chunk_stream import FakeChunkStream
-from tests.scripting import FakeCountingModel, FakeRecorder, new_session, scripted
+from tests.scripting import FakeCountingModel, FakeRecorder, new_session, padded, scripted
 from tests.test_compaction import FakeSlowSummaryModel, notes, request_tokens, tool_turn
 
 WINDOW = 8_000
@@ -259,7 +259,7 @@ async def test_compact_with_a_focus_takes_the_place_of_a_summary_in_flight(
 ) -> None:
     model = FakeSlowSummaryModel(ScriptedModel(two_exchanges(), "slow"))
     session, seen = await new_session(model, tmp_path)
-    await session.send_and_wait("the task: write a lexer")
+    await session.send_and_wait(padded("the task: write a lexer"))
     await session.send_and_wait("and its tests")
     keeper = session.context
     assert keeper.start("threshold")  # a summary in the background, as at 80 %
@@ -441,7 +441,7 @@ async def test_the_prompt_is_never_summarised_when_nothing_older_can_be(tmp_path
 async def test_compact_does_not_summarise_the_summary_alone(tmp_path: Path) -> None:
     model = scripted([{"text": "first answer"}])
     session, _ = await new_session(model, tmp_path)
-    await session.send_and_wait("the task")
+    await session.send_and_wait(padded("the task"))
     outcomes = [await session.context.compact_now() for _ in range(3)]
     assert session.history.messages[0]["content"].startswith(SUMMARY_PREFIX)
     assert len(session.history.messages) == 1

@@ -16,7 +16,7 @@ from textual.widgets import Input, Static
 from agent.session import Session
 from agent.store import SessionStore, read_events
 from app.app import LoopdeckApp
-from tests.scripting import FakeRecorder, scripted
+from tests.scripting import FakeRecorder, padded, scripted
 from tests.test_app_pilot import (
     SIZE,
     Harness,
@@ -546,7 +546,7 @@ async def test_compact_with_a_focus_while_a_summary_runs_says_it_starts_over(
     h.model = model  # type: ignore[assignment]
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
-        await send(pilot, h, "THE TASK: a parser")
+        await send(pilot, h, padded("THE TASK: a parser"))
         await wait_idle(pilot, h)
         await send(pilot, h, "and its tests")
         await wait_idle(pilot, h, 2)
@@ -575,7 +575,7 @@ async def test_compact_summarises_now_and_the_next_turn_starts_from_the_summary(
         await started(pilot, h)
         await send(pilot, h, "/compact")
         await wait_for(pilot, lambda: "Nothing to compact yet" in "".join(outputs(h.app)), "no-op")
-        await send(pilot, h, "THE TASK: a parser")
+        await send(pilot, h, padded("THE TASK: a parser"))
         await wait_idle(pilot, h)
         await send(pilot, h, "and its tests")
         await wait_idle(pilot, h, 2)

@@ -60,6 +60,7 @@ from agent.blocks import RawBlock  # noqa: E402
 from agent.history import History  # noqa: E402
 from agent.store import read_events  # noqa: E402
 from agent.transcript import Transcript  # noqa: E402
+from tests.scripting import padded  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -858,7 +859,7 @@ async def test_history_compact_and_infinite_sessions_settings(shared: Runtime) -
     )
     seen = Recorder()
     session.on(seen)
-    await within(session.send_and_wait("THE TASK: a lexer", timeout=T))
+    await within(session.send_and_wait(padded("THE TASK: a lexer"), timeout=T))
     result = await within(
         session.rpc.history.compact(SessionHistoryCompactRequest(custom_instructions="tokens"))
     )
