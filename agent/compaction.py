@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import uuid
@@ -40,6 +41,7 @@ from agent.context_window import (
     ContextLimits,
     TokenMeter,
     Usage,
+    estimate_tokens,
     refused_prompt_tokens,
 )
 from agent.events import (
@@ -128,6 +130,8 @@ class ContextKeeper:
         self._calls = 0  # model calls measured so far
         # After a failed summary: the meter, its ``added`` and the call count then.
         self._failed_at: tuple[TokenMeter, int, int] | None = None
+        self._fit_checked: TokenMeter | None = None  # the meter last checked by check_fit
+        self._told_no_fit: TokenMeter | None = None  # check_fit said no request fits
 
     @property
     def limits(self) -> ContextLimits:
@@ -219,6 +223,7 @@ class ContextKeeper:
         self._cap_reply()
         self._calls += 1
         usage = self.measure()
+        self.check_fit(usage)
         self._report_cuts(usage)
         self._report(usage)
         if not self.settings.enabled:
@@ -299,11 +304,66 @@ class ContextKeeper:
             return False
         return True
 
+    def check_fit(self, usage: Usage | None = None) -> None:
+        """Warn, once for a window, when the system prompt and the tools' definitions
+        alone leave no room, or little, for the conversation in a request. With no
+        ``usage`` (at start-up, before the tokenizer is loaded: loading it takes
+        seconds) they are estimated, and only a clear overflow is told."""
+        if self._fit_checked is self.meter:
+            return
+        if usage is None and self.meter.ready:
+            usage = self.measure()
+        if usage is not None:
+            self._fit_checked = self.meter
+            fixed, budget = usage.system + usage.tools, usage.window
+        else:
+            host = self.host
+            tools = host.tool_schemas()
+            fixed = estimate_tokens(host.system_prompt()) + MESSAGE_OVERHEAD
+            fixed += estimate_tokens(json.dumps(tools, sort_keys=True)) if tools else 0
+            budget = self.limits.prompt_budget
+            if fixed < budget:
+                return  # the count at the first call tells the rest
+            self._fit_checked = self.meter
+        background = self.settings.background_threshold
+        if fixed < budget * background:
+            return
+        limits = self.limits
+        where = (
+            f"the {budget:,} tokens a request may hold in a {limits.window:,}-token context "
+            f"window ({limits.reply_room:,} kept for the reply)"
+        )
+        if fixed >= budget:
+            self._told_no_fit = self.meter
+            what = (
+                f"loopdeck's system prompt and tools' definitions alone take about {fixed:,} "
+                f"tokens, more than {where}: no request will fit"
+            )
+        else:
+            what = (
+                f"loopdeck's system prompt and tools' definitions take about {fixed:,} of "
+                f"{where}: little is left for the conversation, which will be compacted "
+                "at nearly every call"
+            )
+        self.host.emit(
+            SessionWarningData(
+                warning_type="context_too_small",
+                message=(
+                    f"{what}. Give the model server's real window with --context-window "
+                    "(context_window), start the server with a larger context, or use a "
+                    "model with a larger window"
+                ),
+            )
+        )
+
     def _warn_fixed_part(self, usage: Usage) -> None:
         """Nothing could be taken out: when the system prompt and the tools alone fill
         the window, say so (the newest message is not what is too long)."""
         fixed = usage.system + usage.tools
-        if fixed < usage.window * self.settings.blocking_threshold:
+        if (
+            fixed < usage.window * self.settings.blocking_threshold
+            or self._told_no_fit is self.meter
+        ):
             return
         self.host.emit(
             SessionWarningData(

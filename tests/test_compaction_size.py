@@ -9,13 +9,18 @@ server's cap), and told so in words.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agent.history import SUMMARY_PREFIX, History
 from agent.models.litellm_client import LiteLLMModel
 from agent.models.scripted import Script, ScriptedModel
+from agent.session import Session
 from agent.summary_request import SUMMARY_SYSTEM
+from app.cli import main
 from tests.scripting import FILLER, FakeCountingModel, new_session, padded
 from tests.test_context_edges import FakeAcompletion, acompletion
 
@@ -112,3 +117,59 @@ async def test_over_the_blocking_threshold_a_growing_summary_falls_back_to_dropp
     info = seen.of("session.usage_info")[-1].data
     assert info.current_tokens <= info.token_limit
     await session.close()
+
+
+# --- a window loopdeck's own prompt does not fit --------------------------------------
+
+
+def fixed_tokens(session: Session) -> int:
+    usage = session.context.measure()
+    return usage.system + usage.tools
+
+
+def test_a_window_the_system_prompt_does_not_fit_is_told_at_start_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ~2,400 tokens of system prompt and tools in 2,048 (512 of them kept for the reply).
+    monkeypatch.chdir(tmp_path)
+    argv = ["-p", "hi", "--model", "scripted:demo", "--context-window", "2048"]
+    capsys.readouterr()
+    assert main([*argv, "--output-format", "json"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    types = [e["type"] for e in events]
+    warnings = [e["data"] for e in events if e["type"] == "session.warning"]
+    # (then the demo's conversation is truncated to fit, as it must be)
+    assert [w["warningType"] for w in warnings].count("context_too_small") == 1
+    assert warnings[0]["warningType"] == "context_too_small"
+    # Before anything is sent: at start-up.
+    assert types.index("session.warning") < types.index("user.message")
+    message = warnings[0]["message"]
+    assert "more than the 1,536 tokens a request may hold in a 2,048-token" in message
+    assert "no request will fit" in message and "--context-window" in message
+    # Text mode: on stderr, with the answer on stdout as ever.
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "warning: loopdeck's system prompt and tools' definitions alone take" in err
+    assert out.strip()
+
+
+async def test_a_window_the_system_prompt_nearly_fills_is_told_once(tmp_path: Path) -> None:
+    model = FakeCountingModel(ScriptedModel(Script.model_validate({"turns": []}), "small"))
+    session, seen = await new_session(model, tmp_path)
+    # A window whose request budget (three quarters of it) the fixed part fills to 90 %.
+    window = round(fixed_tokens(session) / 0.9 / 0.75)
+    session.configure_context(window=window)
+    assert not seen.of("session.warning")  # under the budget: the count at the call tells
+    await session.send_and_wait("hi")
+    await session.send_and_wait("again")
+    [warning] = [e.data for e in seen.of("session.warning")]
+    assert warning.warning_type == "context_too_small"
+    assert "little is left for the conversation" in warning.message
+    # A roomy window says nothing.
+    (tmp_path / "roomy").mkdir()
+    quiet, heard = await new_session(model, tmp_path / "roomy")
+    quiet.configure_context(window=window * 4)
+    await quiet.send_and_wait("hi")
+    assert not heard.of("session.warning")
+    await session.close()
+    await quiet.close()
