@@ -87,6 +87,10 @@ class CompactionSettings:
     enabled: bool = True
     background_threshold: float = 0.80
     blocking_threshold: float = 0.95
+    # The summary runs while the turn goes on. Off, the call at the background threshold
+    # waits for it: a server that serves one request at a time (llama.cpp's, by
+    # default) would hold the turn's request behind the summary until it timed out.
+    background: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.background_threshold <= self.blocking_threshold <= 1:
@@ -178,6 +182,10 @@ class ContextKeeper:
         while not self.meter.ready:  # a new meter (another model) may come meanwhile
             await asyncio.to_thread(self.meter.load)
 
+    async def wait_for_summary(self) -> None:
+        """Wait until no summary is being made (an abort of the caller ends the wait)."""
+        await self._settle()
+
     def measure(self) -> Usage:
         host = self.host
         history = host.history
@@ -238,8 +246,13 @@ class ContextKeeper:
             usage.fraction >= self.settings.background_threshold
             and not self.compacting
             and not self.backing_off
+            and self.start("threshold", usage)
+            and not self.settings.background
         ):
-            self.start("threshold", usage)
+            # One request at a time: the summary first, then the call.
+            await self._settle()
+            usage = self.measure()
+            self._report(usage)
         if usage.fraction < self.settings.blocking_threshold:
             self._sent = self.meter.last_counted
             return
