@@ -6,13 +6,15 @@ Then, as Copilot CLI does (the SDK's ``infinite_sessions``):
 
 - at the **background threshold** (default 0.80 of the window) a summary of the
   history so far is made by a model call *while the loop keeps going*
-  (``session.compaction_start``);
+  (``session.compaction_start``) — or, with :attr:`CompactionSettings.background`
+  off (a server that serves one request at a time), waited for by that call;
 - at the **blocking threshold** (default 0.95) the call waits for that summary.
 
 When the summary arrives (``session.compaction_complete``) it stands in for the
 messages it covers; messages added meanwhile stay after it. The swap is done by the
 history's fold of that event (:mod:`agent.history`), so a resumed session rebuilds
-the same history from the log. A summary that fails is an event too, not a crash;
+the same history from the log. A summary that fails is an event too, not a crash, and
+so is one no smaller than what it would replace (it would grow the context);
 if the request is still over the blocking threshold, the oldest messages are
 dropped (``session.truncation``) with a warning. After a failed summary the next one
 in the background waits a few calls (:data:`RETRY_AFTER_CALLS`): each try costs a

@@ -1,6 +1,6 @@
 """The app, in a fresh interpreter, sending its first message to a real-provider model.
 
-Run as ``python -m tests.first_message_probe BASE_URL WORKSPACE RESULT.json`` (a new
+Run as ``python -m tests.first_message_probe BASE_URL WORKSPACE RESULT.json [MODEL]`` (a new
 process: litellm must not be imported yet, or its import cannot be watched). An import
 hook holds the import of litellm until the user's message is drawn; if the import
 happens on the UI's thread it is not held (that would freeze the app for good) but
@@ -50,7 +50,7 @@ class FakeImportGate(importlib.abc.MetaPathFinder):
         return None
 
 
-async def run(base_url: str, workspace: Path) -> dict[str, Any]:
+async def run(base_url: str, workspace: Path, model: str = "openai/gpt-4o") -> dict[str, Any]:
     from agent.session import Session
     from app.app import LoopdeckApp
     from app.model_setup import make_model
@@ -63,7 +63,7 @@ async def run(base_url: str, workspace: Path) -> dict[str, Any]:
 
     async def opener() -> Session:
         session = await Session.create(
-            model=make_model("openai/gpt-4o", api_base=base_url), cwd=workspace, store=None
+            model=make_model(model, api_base=base_url), cwd=workspace, store=None
         )
         session.subscribe(lambda event: idle.set() if event.type == "session.idle" else None)
         return session
@@ -118,8 +118,8 @@ async def run(base_url: str, workspace: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    base_url, workspace, out = argv
-    result = asyncio.run(run(base_url, Path(workspace)))
+    base_url, workspace, out, *model = argv
+    result = asyncio.run(run(base_url, Path(workspace), *model))
     Path(out).write_text(json.dumps(result), encoding="utf-8")
     return 0
 

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.fake_openai_server import FakeOpenAIServer, openai_server
 
@@ -22,9 +23,8 @@ __all__ = ["openai_server"]  # the fixture
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_first_message_is_drawn_while_litellm_imports_off_the_ui_thread(
-    tmp_path: Path, openai_server: FakeOpenAIServer
-) -> None:
+def first_message(tmp_path: Path, base_url: str, *model: str) -> dict[str, Any]:
+    """What tests/first_message_probe.py saw of the app's first message to ``base_url``."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     out = tmp_path / "result.json"
@@ -34,9 +34,10 @@ def test_first_message_is_drawn_while_litellm_imports_off_the_ui_thread(
             sys.executable,
             "-m",
             "tests.first_message_probe",
-            openai_server.base_url,
+            base_url,
             str(workspace),
             str(out),
+            *model,
         ],
         cwd=ROOT,
         env=env,
@@ -45,7 +46,14 @@ def test_first_message_is_drawn_while_litellm_imports_off_the_ui_thread(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
+    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return result
+
+
+def test_first_message_is_drawn_while_litellm_imports_off_the_ui_thread(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    result = first_message(tmp_path, openai_server.base_url)
     print(f"longest event-loop stall from Enter to idle: {result['max_loop_lag'] * 1000:.0f} ms")
     assert result["litellm_imported_on_ui_thread"] is False
     assert result["drawn_while_import_held"] is True
