@@ -207,6 +207,13 @@ def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
         "(config max_output_tokens; default: the model's output limit from litellm's "
         "map, else 4096 of a window given with --context-window)",
     )
+    group.add_argument(
+        "--background-compaction",
+        choices=("auto", "on", "off"),
+        help="summarise the conversation while the turn goes on (on), or make the turn "
+        "wait for the summary (off: for a server that serves one request at a time); "
+        "config background_compaction; default auto: off with --api-base, else on",
+    )
 
 
 def _api_base(text: str) -> str:

@@ -240,7 +240,7 @@ async def _context(app: CommandHost, _: str) -> None:
 
     keeper = session.context
     # The first count may load a tokenizer (litellm): that happens off the UI's loop.
-    await asyncio.to_thread(keeper.meter.count_text, "tokenizer warm-up")
+    await keeper.load()
     keeper.refresh()  # the status line's ctx shows this very count
     usage = keeper.last if keeper.last is not None else keeper.measure()
     totals = session.usage.totals()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -77,7 +78,7 @@ class HeadlessPrinter:
             except BrokenPipeError:
                 # The reader went away (`| head`): stop printing, let the loop finish.
                 self.out_closed = True
-                silence_stdout()
+                silence_stdout(self.out)
             return
         match event.data:
             case ToolExecutionCompleteData(tool_call_id=call_id, success=ok):
@@ -129,10 +130,14 @@ def _brief_args(name: str, arguments: object) -> str:
 
 
 def run_headless(args: argparse.Namespace, cwd: Path) -> int:
-    return asyncio.run(_run(args, cwd))
+    out = sys.stdout
+    # stdout carries only what -p prints (the answer, or the events as JSON lines):
+    # anything else printed meanwhile (a library's banner) goes to stderr instead.
+    with contextlib.redirect_stdout(sys.stderr):
+        return asyncio.run(_run(args, cwd, out))
 
 
-async def _run(args: argparse.Namespace, cwd: Path) -> int:
+async def _run(args: argparse.Namespace, cwd: Path, out: TextIO) -> int:
     global session_closed
     loop = asyncio.get_running_loop()
     session: Session | None = None
@@ -157,7 +162,7 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         except SetupError as exc:
             sys.stderr.write(f"loopdeck: {exc}\n")
             return EXIT_USAGE
-        printer = HeadlessPrinter(args.output_format, sys.stdout, sys.stderr)
+        printer = HeadlessPrinter(args.output_format, out, sys.stderr)
         # json shows session.start / session.resume too, but never an earlier run again.
         for event in this_run(session.backlog, session.restored):
             printer(event)
@@ -180,12 +185,12 @@ async def _run(args: argparse.Namespace, cwd: Path) -> int:
         if plan is not None:
             # Plan mode: the plan is the answer (nobody could approve it:
             # see agent.session.plan_mode).
-            sys.stdout.write(plan.plan.rstrip("\n") + "\n\n")
+            out.write(plan.plan.rstrip("\n") + "\n\n")
             where = session.plan.path
             sys.stderr.write(f"The plan is kept{f' in {where}' if where else ''}.\n")
         text = printer.final_text(outcome)
         if text:
-            sys.stdout.write(text.rstrip("\n") + "\n")
+            out.write(text.rstrip("\n") + "\n")
             if printer.answer_unsaved:
                 sys.stderr.write("The answer above is not saved in the session log.\n")
     if outcome.stopped_at_cap:

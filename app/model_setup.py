@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -149,6 +150,8 @@ async def open_session(
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
     context_window, max_output, compaction = context_settings(args)
+    if not background_compaction(args, getattr(model, "api_base", None)):
+        compaction = dataclasses.replace(compaction or CompactionSettings(), background=False)
     discard_unused = False
     if target is not None and target.fork_from is not None:
         resume_id = _fork(store, target.fork_from, model.name, cwd if args.cwd else None, cwd)
@@ -203,6 +206,20 @@ def context_settings(
     window = getattr(args, "context_window", None) or config.context_window
     output = getattr(args, "max_output_tokens", None) or config.max_output_tokens
     return window, output, compaction
+
+
+def background_compaction(args: argparse.Namespace, api_base: str | None) -> bool:
+    """Whether summaries run while the turn goes on: the flag, over config.toml, over
+    "auto" — off for a server of one's own (``api_base``): local servers often serve one
+    request at a time, and a summary in the background would hold up the turn."""
+    try:
+        config = read_config(user_config_dir(os.environ))
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from exc
+    choice = getattr(args, "background_compaction", None) or config.background_compaction
+    if choice in ("on", "off"):
+        return choice == "on"
+    return api_base is None
 
 
 def _fork(store: SessionStore, source: Path, model: str, chosen: Path | None, here: Path) -> str:

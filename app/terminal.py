@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
 
 def need_terminal(prog: str, instead: str) -> bool:
@@ -21,11 +22,12 @@ def need_terminal(prog: str, instead: str) -> bool:
     return False
 
 
-def silence_stdout() -> None:
-    """Point stdout at /dev/null: its reader is gone, and exit must not flush into it."""
+def silence_stdout(stdout: TextIO | None = None) -> None:
+    """Point stdout (``stdout``, default ``sys.stdout``) at /dev/null: its reader is
+    gone, and exit must not flush into it."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, (stdout or sys.stdout).fileno())
         os.close(devnull)
     except (OSError, ValueError):  # no real fd behind sys.stdout (a test's capture)
         pass

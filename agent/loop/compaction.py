@@ -6,13 +6,15 @@ Then, as Copilot CLI does (the SDK's ``infinite_sessions``):
 
 - at the **background threshold** (default 0.80 of the window) a summary of the
   history so far is made by a model call *while the loop keeps going*
-  (``session.compaction_start``);
+  (``session.compaction_start``) — or, with :attr:`CompactionSettings.background`
+  off (a server that serves one request at a time), waited for by that call;
 - at the **blocking threshold** (default 0.95) the call waits for that summary.
 
 When the summary arrives (``session.compaction_complete``) it stands in for the
 messages it covers; messages added meanwhile stay after it. The swap is done by the
 history's fold of that event (:mod:`agent.loop.history`), so a resumed session rebuilds
-the same history from the log. A summary that fails is an event too, not a crash;
+the same history from the log. A summary that fails is an event too, not a crash, and
+so is one no smaller than what it would replace (it would grow the context);
 if the request is still over the blocking threshold, the oldest messages are
 dropped (``session.truncation``) with a warning. After a failed summary the next one
 in the background waits a few calls (:data:`RETRY_AFTER_CALLS`): each try costs a
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import uuid
@@ -47,12 +50,19 @@ from agent.events.schema import (
 )
 from agent.loop.history import SUMMARY_PREFIX, History
 from agent.loop.summary_request import CHARS_PER_TOKEN, summarize, summary_request
-from agent.models.base import ModelClient, ModelReply, ProviderError, ReplyCapped
+from agent.models.base import (
+    ModelClient,
+    ModelReply,
+    ProviderError,
+    ReplyCapped,
+    SummaryCapped,
+)
 from agent.models.context_window import (
     MESSAGE_OVERHEAD,
     ContextLimits,
     TokenMeter,
     Usage,
+    estimate_tokens,
     refused_prompt_tokens,
 )
 
@@ -65,6 +75,10 @@ KEPT_SHARE = 0.25  # of the window the newest exchange may take and still be kep
 RETRY_AFTER_CALLS = 5
 RETRY_AFTER_GROWTH = 0.25
 CUT_TOOL_OUTPUT = "loopdeck:cut_tool_output"  # session.truncation's performedBy for a cut result
+# A summary may take at most this share of the conversation it replaces (a summary no
+# smaller than it would grow the context), and at most SUMMARY_MAX_TOKENS.
+SUMMARY_SHARE = 0.5
+SUMMARY_MAX_TOKENS = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +89,10 @@ class CompactionSettings:
     enabled: bool = True
     background_threshold: float = 0.80
     blocking_threshold: float = 0.95
+    # The summary runs while the turn goes on. Off, the call at the background threshold
+    # waits for it: a server that serves one request at a time (llama.cpp's, by
+    # default) would hold the turn's request behind the summary until it timed out.
+    background: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.background_threshold <= self.blocking_threshold <= 1:
@@ -118,6 +136,8 @@ class ContextKeeper:
         self._calls = 0  # model calls measured so far
         # After a failed summary: the meter, its ``added`` and the call count then.
         self._failed_at: tuple[TokenMeter, int, int] | None = None
+        self._fit_checked: TokenMeter | None = None  # the meter last checked by check_fit
+        self._told_no_fit: TokenMeter | None = None  # check_fit said no request fits
 
     @property
     def limits(self) -> ContextLimits:
@@ -157,6 +177,16 @@ class ContextKeeper:
         summary; wait() raises only for the former and leaves the summary running."""
         while self._task is not None and not self._task.done():
             await asyncio.wait({self._task})
+
+    async def load(self) -> None:
+        """Look up the limits and load the tokenizer, in a thread: litellm's first
+        import takes seconds, and on the event loop it would freeze the UI."""
+        while not self.meter.ready:  # a new meter (another model) may come meanwhile
+            await asyncio.to_thread(self.meter.load)
+
+    async def wait_for_summary(self) -> None:
+        """Wait until no summary is being made (an abort of the caller ends the wait)."""
+        await self._settle()
 
     def measure(self) -> Usage:
         host = self.host
@@ -198,10 +228,12 @@ class ContextKeeper:
 
     async def before_call(self) -> None:
         """Called right before a model call: report the size, compact or wait."""
+        await self.load()
         self._sent = None
         self._cap_reply()
         self._calls += 1
         usage = self.measure()
+        self.check_fit(usage)
         self._report_cuts(usage)
         self._report(usage)
         if not self.settings.enabled:
@@ -216,8 +248,13 @@ class ContextKeeper:
             usage.fraction >= self.settings.background_threshold
             and not self.compacting
             and not self.backing_off
+            and self.start("threshold", usage)
+            and not self.settings.background
         ):
-            self.start("threshold", usage)
+            # One request at a time: the summary first, then the call.
+            await self._settle()
+            usage = self.measure()
+            self._report(usage)
         if usage.fraction < self.settings.blocking_threshold:
             self._sent = self.meter.last_counted
             return
@@ -263,6 +300,7 @@ class ContextKeeper:
         refused = self._sent or self.meter.last_counted
         if not refused:
             return False
+        await self.load()
         self.meter.refused(refused, self.limits.prompt_budget, refused_prompt_tokens(detail))
         await self._settle()  # a summary in flight: what it frees counts first
         usage = self.measure()
@@ -281,11 +319,66 @@ class ContextKeeper:
             return False
         return True
 
+    def check_fit(self, usage: Usage | None = None) -> None:
+        """Warn, once for a window, when the system prompt and the tools' definitions
+        alone leave no room, or little, for the conversation in a request. With no
+        ``usage`` (at start-up, before the tokenizer is loaded: loading it takes
+        seconds) they are estimated, and only a clear overflow is told."""
+        if self._fit_checked is self.meter:
+            return
+        if usage is None and self.meter.ready:
+            usage = self.measure()
+        if usage is not None:
+            self._fit_checked = self.meter
+            fixed, budget = usage.system + usage.tools, usage.window
+        else:
+            host = self.host
+            tools = host.tool_schemas()
+            fixed = estimate_tokens(host.system_prompt()) + MESSAGE_OVERHEAD
+            fixed += estimate_tokens(json.dumps(tools, sort_keys=True)) if tools else 0
+            budget = self.limits.prompt_budget
+            if fixed < budget:
+                return  # the count at the first call tells the rest
+            self._fit_checked = self.meter
+        background = self.settings.background_threshold
+        if fixed < budget * background:
+            return
+        limits = self.limits
+        where = (
+            f"the {budget:,} tokens a request may hold in a {limits.window:,}-token context "
+            f"window ({limits.reply_room:,} kept for the reply)"
+        )
+        if fixed >= budget:
+            self._told_no_fit = self.meter
+            what = (
+                f"loopdeck's system prompt and tools' definitions alone take about {fixed:,} "
+                f"tokens, more than {where}: no request will fit"
+            )
+        else:
+            what = (
+                f"loopdeck's system prompt and tools' definitions take about {fixed:,} of "
+                f"{where}: little is left for the conversation, which will be compacted "
+                "at nearly every call"
+            )
+        self.host.emit(
+            SessionWarningData(
+                warning_type="context_too_small",
+                message=(
+                    f"{what}. Give the model server's real window with --context-window "
+                    "(context_window), start the server with a larger context, or use a "
+                    "model with a larger window"
+                ),
+            )
+        )
+
     def _warn_fixed_part(self, usage: Usage) -> None:
         """Nothing could be taken out: when the system prompt and the tools alone fill
         the window, say so (the newest message is not what is too long)."""
         fixed = usage.system + usage.tools
-        if fixed < usage.window * self.settings.blocking_threshold:
+        if (
+            fixed < usage.window * self.settings.blocking_threshold
+            or self._told_no_fit is self.meter
+        ):
             return
         self.host.emit(
             SessionWarningData(
@@ -370,6 +463,7 @@ class ContextKeeper:
         with the focus takes its place, over the same conversation and what came
         since. (A second summary after the first would summarise a summary: what the
         focus asks to keep may already be gone.)"""
+        await self.load()
         if self.compacting and focus and focus != self.running_focus:
             self.abandon(f"superseded by /compact focused on: {focus}")
         if not self.compacting:
@@ -394,12 +488,20 @@ class ContextKeeper:
         ratio = self.meter.ratio  # in the provider's scale, as usage.total is
         before = round(covered_tokens * ratio)
         count = self.meter.count_text
+        reply_tokens = self._summary_tokens(before)
         # Held within its share of the window as the provider counts it, not as we do.
         request = summary_request(
-            covered, self.limits.prompt_budget, focus, lambda text: math.ceil(count(text) * ratio)
+            covered,
+            self.limits.prompt_budget,
+            focus,
+            lambda text: math.ceil(count(text) * ratio),
+            reply_tokens,
         )
+        model = self.host.model
+        if isinstance(model, SummaryCapped):
+            model.cap_summary(reply_tokens)
         try:
-            summary, used = await summarize(self.host.model, request)
+            summary, used = await summarize(model, request)
         except asyncio.CancelledError:
             if self._running is not None and self._running[0] == attempt:
                 return self._complete_failed(attempt, trigger, "cancelled", usage)
@@ -414,6 +516,16 @@ class ContextKeeper:
         after_summary = round(
             (self.meter.count_text(SUMMARY_PREFIX + summary) + MESSAGE_OVERHEAD) * ratio
         )
+        if after_summary >= before:
+            # In its place the summary would grow the context: failed, as an empty one.
+            self._failed_at = (self.meter, self.meter.added, self._calls)
+            return self._complete_failed(
+                attempt,
+                trigger,
+                f"the summary ({after_summary:,} tokens) was no smaller than the "
+                f"{before:,} tokens of conversation it was to replace",
+                usage,
+            )
         done = SessionCompactionCompleteData(
             success=True,
             messages_removed=len(covered),
@@ -435,6 +547,15 @@ class ContextKeeper:
         self.meter.forget(history.messages)
         self.refresh()
         return done
+
+    def _summary_tokens(self, covered: int) -> int:
+        """The longest summary worth having of ``covered`` tokens: smaller than they
+        are (:data:`SUMMARY_SHARE`), and within the reply's room in the window (the
+        output limit the user gave or the model map says) and
+        :data:`SUMMARY_MAX_TOKENS`."""
+        tokens = min(max(1, int(covered * SUMMARY_SHARE)), SUMMARY_MAX_TOKENS)
+        room = self.limits.reply_room
+        return min(tokens, room) if room > 0 else tokens
 
     def _complete_failed(
         self, attempt: str, trigger: CompactionTrigger, error: str, usage: Usage

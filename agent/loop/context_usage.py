@@ -35,11 +35,16 @@ def report(
 
     source = _SOURCES.get(limits.source, limits.source)
     if settings.enabled:
-        compaction = (
-            f"Compaction: in the background from {settings.background_threshold:.0%}, "
-            f"waited for from {settings.blocking_threshold:.0%}; "
-            f"{checkpoints} so far (/compact to do it now)"
-        )
+        if settings.background:
+            when = (
+                f"in the background from {settings.background_threshold:.0%}, "
+                f"waited for from {settings.blocking_threshold:.0%}"
+            )
+        else:
+            when = (
+                f"from {settings.background_threshold:.0%}, waited for (background compaction off)"
+            )
+        compaction = f"Compaction: {when}; {checkpoints} so far (/compact to do it now)"
     else:
         compaction = "Compaction: off"
     lines = [

@@ -24,6 +24,7 @@ from agent.events.schema import (
 from agent.events.turn_notes import StreamClock, attempt_cut_note
 from agent.loop.host import LoopHost
 from agent.models.base import ModelReply, ProviderError, ReasoningDelta, TextDelta
+from agent.models.provider_errors import IDLE_TIMEOUT_ADVICE
 
 # Longest stretch of stream handling between two yields to the event loop.
 STREAM_YIELD_SECONDS = 0.005
@@ -54,12 +55,17 @@ class ModelCall:
             self.message_id = new_id()
             self._chunks = []
             index = host.model_calls - 1
+            beside_summary = False  # a summary was being made while this call waited
             try:
                 await host.context.before_call()
+                beside_summary = host.context.compacting
                 reply = await self._stream(index)
                 host.context.after_call(reply)
                 return reply
-            except ProviderError as exc:
+            except ProviderError as caught:
+                exc = caught
+                if exc.error_type == "timeout" and (beside_summary or host.context.compacting):
+                    exc = behind_summary(caught)
                 self._note_cut(turn_id, attempt + 1)
                 if exc.error_type == "context_limit":
                     if refused:
@@ -79,7 +85,12 @@ class ModelCall:
                     )
                     continue
                 if not exc.retryable or attempt >= policy.max_retries:
-                    raise
+                    if exc is caught:
+                        raise
+                    raise exc from caught
+                if exc is not caught:
+                    # Behind the summary: the retry waits for it, or would wait the same.
+                    await host.context.wait_for_summary()
                 delay = policy.delay(attempt, exc.retry_after)
                 attempt += 1
                 host.emit(
@@ -131,6 +142,23 @@ class ModelCall:
                 case ModelReply() as reply:
                     return reply
         raise ProviderError("server", "the model stream ended without a reply")
+
+
+def behind_summary(exc: ProviderError) -> ProviderError:
+    """A call that timed out while a summary of the conversation was being made on the
+    same server: most likely it waited behind the summary (a server that serves one
+    request at a time), not for a slow server."""
+    return ProviderError(
+        exc.error_type,
+        f"{exc.message.removesuffix(IDLE_TIMEOUT_ADVICE)} A summary of the conversation "
+        "was being made on the same server at the time (background compaction): a server "
+        "that serves one request at a time (llama.cpp's, unless started with --parallel 2 "
+        "or more) answers the turn only after the summary. Make the turn wait for the "
+        "summary instead with --background-compaction off (background_compaction = "
+        '"off" in config.toml), or let the server serve two requests at once.',
+        status_code=exc.status_code,
+        retry_after=exc.retry_after,
+    )
 
 
 def refused_again(exc: ProviderError) -> ProviderError:

@@ -41,10 +41,12 @@ def summary_request(
     window: int,
     focus: str | None = None,
     count: Callable[[str], int] | None = None,
+    reply_tokens: int | None = None,
 ) -> list[dict[str, Any]]:
     """The summarizer's messages: the conversation as one text (tool results cut),
     held within :data:`SUMMARY_INPUT_SHARE` of the window (in ``count``'s tokens when
-    given: four characters a token is far too few for some scripts), then the request."""
+    given: four characters a token is far too few for some scripts), then the request;
+    with ``reply_tokens``, the length the summary must keep within (it is cut there)."""
     budget = int(window * SUMMARY_INPUT_SHARE)
     whole = "\n\n".join(_render(m) for m in messages)
     chars = budget * CHARS_PER_TOKEN
@@ -57,6 +59,9 @@ def summary_request(
             chars = int(min(chars, len(text)) * budget / tokens * 0.95)
             text = _within(whole, chars)
     ask = SUMMARY_REQUEST
+    if reply_tokens:
+        # Said in words, which a model can judge; about 0.75 of a word a token.
+        ask += f" Keep the whole summary under {max(20, reply_tokens * 3 // 4):,} words."
     if focus:
         ask += f"\n\nThe user asks the summary to focus on: {focus}"
     return [

@@ -136,3 +136,14 @@ class ReplyCapped(Protocol):
     def cap_reply(self, tokens: int | None) -> None:
         """Ask every later reply for at most ``tokens`` (None: the model's own choice)."""
         ...
+
+
+@runtime_checkable
+class SummaryCapped(Protocol):
+    """A model whose summaries (calls with :data:`COMPACTION_CALL`) the session can
+    bound apart from its replies: a summary is asked to be smaller than what it
+    replaces (see :mod:`agent.compaction`)."""
+
+    def cap_summary(self, tokens: int | None) -> None:
+        """Ask later summaries for at most ``tokens`` (None: as any other reply)."""
+        ...

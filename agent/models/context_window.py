@@ -12,8 +12,10 @@ to the counted one scales later counts, so a tokenizer that differs from the
 provider's does not let the history overflow. Until the first report, a count by a
 tokenizer that is not the model's own is taken :data:`UNCALIBRATED_MARGIN` larger.
 
-litellm is imported on the first count (it takes seconds), never on the way to the
-first frame.
+litellm is imported (through :mod:`agent.models.litellm_import`, which keeps it offline
+and quiet) when the limits are first looked up or the first count is made; that takes
+seconds, so it happens in :meth:`TokenMeter.load`, which callers on an event loop run
+in a thread — never on the way to the first frame, never on the UI's loop.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from agent.models.litellm_import import import_litellm
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +141,7 @@ def limits_for(
 def reply_cap_from_map(model: str) -> int | None:
     """:attr:`ContextLimits.reply_cap` from litellm's bundled map alone: never asks a
     server (litellm's lookup does, for a local provider such as Ollama)."""
-    import litellm
-
-    table = litellm.model_cost
+    table = import_litellm().model_cost
     info = table.get(model) or table.get(model.split("/", 1)[-1])
     if not isinstance(info, dict):
         return None
@@ -157,9 +159,7 @@ def _model_info(model: str) -> dict[str, Any]:
     if model.startswith("scripted:"):
         return {}
     try:
-        import litellm
-
-        info = litellm.get_model_info(model)
+        info = import_litellm().get_model_info(model)
     except Exception:  # unknown to the map: litellm raises for those
         return {}
     return dict(info) if isinstance(info, dict) else {}
@@ -172,8 +172,7 @@ def _positive(value: object) -> int | None:
 def litellm_counter(model: str) -> Counter:
     """Tokens in a text as litellm counts them for ``model`` (its tokenizer, or
     tiktoken's general one for a model it does not know)."""
-    import litellm
-
+    litellm = import_litellm()
     name = "gpt-4o" if model.startswith("scripted:") else model
 
     def count(text: str) -> int:
@@ -191,9 +190,7 @@ def uncalibrated_ratio(model: str) -> float:
     """How much larger than litellm's count to take ``model``'s requests before its
     provider has reported one: 1 for the models litellm counts with their own
     tokenizer (OpenAI's, by its bundled map), else :data:`UNCALIBRATED_MARGIN`."""
-    import litellm
-
-    table = litellm.model_cost
+    table = import_litellm().model_cost
     info = table.get(model) or table.get(model.split("/", 1)[-1])
     provider = info.get("litellm_provider") if isinstance(info, dict) else None
     return 1.0 if provider in _TIKTOKEN_PROVIDERS else UNCALIBRATED_MARGIN
@@ -247,7 +244,9 @@ class TokenMeter:
     """Counts what a request holds, caching each message's count by identity.
 
     ``counter`` is called lazily (litellm on first use), so building a meter is free;
-    so is ``first_ratio``, the scale of counts until the provider reports one.
+    so is ``first_ratio``, the scale of counts until the provider reports one. Both,
+    and the limits, may import litellm (seconds): on an event loop, run :meth:`load`
+    in a thread before anything else.
     """
 
     def __init__(
@@ -287,15 +286,27 @@ class TokenMeter:
 
     @property
     def ready(self) -> bool:
-        """True once the counter is loaded (counting is cheap from then on)."""
-        return self._counter is not None
+        """True once the limits are looked up and the counter is loaded (measuring is
+        cheap from then on)."""
+        return self._counter is not None and isinstance(self._limits, ContextLimits)
 
-    def count_text(self, text: str) -> int:
+    def load(self) -> None:
+        """Look up the limits and load the tokenizer: what may import litellm, which
+        takes seconds. Blocking: on an event loop, ``await asyncio.to_thread(meter.load)``."""
+        _ = self.limits
+        # A first count loads the tokenizer itself (tiktoken's tables: a second more).
+        self._load_counter()("warm up")
+
+    def _load_counter(self) -> Counter:
         if self._counter is None:
-            self._counter = self._factory()
+            counter = self._factory()
             if self._first_ratio is not None and not self.calibrated:
                 self.ratio = self._first_ratio()
-        return self._counter(text)
+            self._counter = counter
+        return self._counter
+
+    def count_text(self, text: str) -> int:
+        return self._load_counter()(text)
 
     def _cached_text(self, text: str) -> int:
         found = self._text_cache.get(text)

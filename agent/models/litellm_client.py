@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from agent.models.base import (
+    COMPACTION_CALL,
     ModelReply,
     ProviderError,
     ReasoningDelta,
@@ -78,6 +79,8 @@ class LiteLLMModel:
         self._cap_known = False
         # The session's bound on the reply (a window the user gave): wins over all else.
         self._session_cap: int | None = None
+        # The session's bound on a summary (calls with COMPACTION_CALL), within the above.
+        self._summary_cap: int | None = None
 
     @property
     def name(self) -> str:
@@ -96,6 +99,10 @@ class LiteLLMModel:
         the session kept only that much of the window for it."""
         self._session_cap = tokens if tokens is not None and tokens > 0 else None
 
+    def cap_summary(self, tokens: int | None) -> None:
+        """Ask each summary for at most ``tokens`` (within :meth:`cap_reply`'s bound)."""
+        self._summary_cap = tokens if tokens is not None and tokens > 0 else None
+
     @property
     def connect_timeout(self) -> float:
         return self._connect_timeout
@@ -113,7 +120,7 @@ class LiteLLMModel:
     ) -> AsyncIterator[StreamItem]:
         # The first import takes seconds; off the event loop it cannot freeze the UI.
         litellm = await asyncio.to_thread(import_litellm)
-        kwargs = self._request(messages, tools)
+        kwargs = self._request(messages, tools, summary=call_index == COMPACTION_CALL)
 
         try:
             # Connecting, sending and waiting for the response headers.
@@ -156,7 +163,7 @@ class LiteLLMModel:
         yield reply
 
     def _request(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, summary: bool = False
     ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             **self._extra,
@@ -175,6 +182,8 @@ class LiteLLMModel:
         timeout = httpx.Timeout(self._idle_timeout, connect=self._connect_timeout)
         kwargs.setdefault("timeout", timeout)
         bound = self._session_cap
+        if summary and self._summary_cap is not None:
+            bound = min(bound, self._summary_cap) if bound is not None else self._summary_cap
         if bound is not None:
             # The prompt was sized to leave exactly this much: more would pass the window.
             key = "max_completion_tokens" if "max_completion_tokens" in kwargs else "max_tokens"

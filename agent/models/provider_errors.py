@@ -231,6 +231,9 @@ def _summary(
             return f"{where} had a server error{code} ({model})."
 
 
+IDLE_TIMEOUT_ADVICE = " A slow server may need a longer --idle-timeout."
+
+
 def _timeout_summary(ctx: CallContext) -> str:
     where = _lower(_where(ctx))
     if ctx.phase == "stream":
@@ -243,7 +246,7 @@ def _timeout_summary(ctx: CallContext) -> str:
     if ctx.connect_timeout is not None and ctx.phase != "stream":
         limits.append(f"connect timeout {ctx.connect_timeout:g} s")
     limit = f": {', '.join(limits)}" if limits else ""
-    return f"{what}{limit}. A slow server may need a longer --idle-timeout."
+    return f"{what}{limit}.{IDLE_TIMEOUT_ADVICE}"
 
 
 def _where(ctx: CallContext) -> str:

@@ -177,9 +177,12 @@ class ConfigValues:
     max_output_tokens: int | None = None
     # [infinite_sessions]: compaction, as the Copilot SDK names its settings.
     infinite_sessions: dict[str, object] | None = None
+    # Summaries while the turn goes on: "on", "off", or "auto" (off with an api_base).
+    background_compaction: str | None = None
 
 
 SANDBOX_CHOICES = ("read-only", "workspace-write", "off")
+BACKGROUND_COMPACTION_CHOICES = ("auto", "on", "off")
 
 
 def read_config(config_dir: Path) -> ConfigValues:
@@ -221,6 +224,9 @@ def read_config_file(path: Path) -> ConfigValues:
         context_window=_optional_count(data, "context_window", path) or None,
         max_output_tokens=_optional_count(data, "max_output_tokens", path) or None,
         infinite_sessions=_infinite_sessions(data, path),
+        background_compaction=_optional_choice(
+            data, "background_compaction", BACKGROUND_COMPACTION_CHOICES, path
+        ),
     )
 
 

@@ -409,6 +409,9 @@ class Session:
             self.context.meter = self._limits.new_meter()
         if settings is not None:
             self.context.settings = settings
+        if window is not None:
+            # A window the user gave is known without litellm: say now if it is too small.
+            self.context.check_fit()
 
     def tools_for(self, mode: Mode) -> ToolRegistry:
         return self.toolbox.registry(mode)

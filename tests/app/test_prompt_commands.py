@@ -18,7 +18,7 @@ from agent.session.session import Session
 from app.app import LoopdeckApp
 from tests.support.app_harness import SIZE, Harness, make_workspace, send, started, wait_idle
 from tests.support.pilot import text_of, wait_for
-from tests.support.scripting import FakeRecorder, scripted
+from tests.support.scripting import FakeRecorder, padded, scripted
 from widgets.message_blocks import NoticeView, UserMessageView
 from widgets.model_picker import ModelPicker
 from widgets.permission_prompt import PermissionPromptView
@@ -528,7 +528,7 @@ async def test_compact_with_a_focus_while_a_summary_runs_says_it_starts_over(
     h.model = model  # type: ignore[assignment]
     async with h.app.run_test(size=SIZE) as pilot:
         await started(pilot, h)
-        await send(pilot, h, "THE TASK: a parser")
+        await send(pilot, h, padded("THE TASK: a parser"))
         await wait_idle(pilot, h)
         await send(pilot, h, "and its tests")
         await wait_idle(pilot, h, 2)
@@ -557,7 +557,7 @@ async def test_compact_summarises_now_and_the_next_turn_starts_from_the_summary(
         await started(pilot, h)
         await send(pilot, h, "/compact")
         await wait_for(pilot, lambda: "Nothing to compact yet" in "".join(outputs(h.app)), "no-op")
-        await send(pilot, h, "THE TASK: a parser")
+        await send(pilot, h, padded("THE TASK: a parser"))
         await wait_idle(pilot, h)
         await send(pilot, h, "and its tests")
         await wait_idle(pilot, h, 2)

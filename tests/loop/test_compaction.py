@@ -36,7 +36,7 @@ from agent.models.context_window import (
 from agent.models.scripted import Script, ScriptedModel
 from agent.session.session import Session
 from tests.support.compaction import WINDOW, FakeSlowSummaryModel, notes, request_tokens, tool_turn
-from tests.support.scripting import FakeCountingModel, new_session, scripted
+from tests.support.scripting import FakeCountingModel, new_session, padded, scripted
 
 
 def event(data: Any) -> Event:
@@ -303,7 +303,7 @@ async def test_compact_now_summarises_on_request(tmp_path: Path) -> None:
     model = scripted([{"text": "first answer"}, {"text": "second answer"}])
     session, seen = await new_session(model, tmp_path)
     assert await session.context.compact_now() is None  # nothing yet
-    await session.send_and_wait("the task: write a lexer")
+    await session.send_and_wait(padded("the task: write a lexer"))
     outcome = await session.context.compact_now(focus="the lexer")
     done = seen.of("session.compaction_complete")[-1].data
     assert outcome is done
@@ -341,7 +341,7 @@ async def test_a_resumed_session_sends_the_summary_not_the_old_turns(tmp_path: P
     store = SessionStore(tmp_path / "home")
     model = scripted([{"text": "answer one"}, {"text": "answer two"}, {"text": "answer three"}])
     session, _ = await new_session(model, tmp_path, store=store)
-    await session.send_and_wait("OLD QUESTION")
+    await session.send_and_wait(padded("OLD QUESTION"))
     await session.send_and_wait("second question")
     await session.context.compact_now()
     await session.close()
@@ -352,7 +352,7 @@ async def test_a_resumed_session_sends_the_summary_not_the_old_turns(tmp_path: P
     sent = again.seen_messages[-1]
     assert sent[1]["content"].startswith(SUMMARY_PREFIX)
     contents = [m.get("content") for m in sent]
-    assert "OLD QUESTION" not in contents and "answer one" not in contents
+    assert padded("OLD QUESTION") not in contents and "answer one" not in contents
     # The newest exchange before the compaction stays word for word.
     assert contents[-3:] == ["second question", "answer two", "new question"]
     await resumed.close()
@@ -471,7 +471,7 @@ async def test_the_summary_calls_tokens_count_in_the_sessions_usage(tmp_path: Pa
     script = Script.model_validate({"turns": [{"text": "a"}, {"text": "b"}]})
     model = FakeBilledSummaryModel(ScriptedModel(script, "billed"))
     session, _ = await new_session(model, tmp_path, store=store)
-    await session.send_and_wait("q")
+    await session.send_and_wait(padded("q"))
     before = session.usage.totals()
     done = await session.context.compact_now()
     assert done is not None and done.success and done.compaction_tokens_used is not None
@@ -664,14 +664,14 @@ async def test_checkpoint_numbers_go_on_across_resume(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "home")
     model = scripted([{"text": "one"}, {"text": "two"}])
     session, _ = await new_session(model, tmp_path, store=store)
-    await session.send_and_wait("first")
+    await session.send_and_wait(padded("first"))
     await session.send_and_wait("second")
     done = await session.context.compact_now()
     assert done is not None and done.checkpoint_number == 1
     await session.close()
     again = scripted([{"text": "-"}, {"text": "-"}, {"text": "three"}, {"text": "four"}])
     resumed = await Session.resume(store=store, session_id=session.id, model=again)
-    await resumed.send_and_wait("third")
+    await resumed.send_and_wait(padded("third"))
     await resumed.send_and_wait("fourth")
     done = await resumed.context.compact_now()
     assert done is not None and done.success and done.checkpoint_number == 2

@@ -13,7 +13,6 @@ import pytest
 
 from agent.loop.compaction import CompactionSettings
 from agent.loop.history import SUMMARY_PREFIX, History
-from agent.loop.summary_request import SUMMARY_SYSTEM
 from agent.models.base import COMPACTION_CALL
 from agent.models.context_window import ContextLimits, refused_prompt_tokens
 from agent.models.litellm_client import LiteLLMModel
@@ -24,8 +23,9 @@ from agent.session.session import Session
 from app.cli import build_parser
 from app.model_setup import context_settings
 from tests.support.compaction import FakeSlowSummaryModel, notes, request_tokens, tool_turn
-from tests.support.fake_chunk_stream import FakeChunkStream
-from tests.support.scripting import FakeCountingModel, FakeRecorder, new_session, scripted
+from tests.support.fake_acompletion import FakeAcompletion
+from tests.support.fake_acompletion import acompletion as acompletion  # the fixture
+from tests.support.scripting import FakeCountingModel, FakeRecorder, new_session, padded, scripted
 
 WINDOW = 8_000
 
@@ -44,46 +44,6 @@ def test_a_given_window_keeps_room_for_the_reply() -> None:
     # A scripted window (tests) and an assumed one keep what they kept.
     assert ContextLimits(WINDOW, None, "script").reply_room == 0
     assert ContextLimits(128_000, None, "assumed").reply_room == 0
-
-
-def is_summary(call: dict[str, Any]) -> bool:
-    return bool(call["messages"][0]["content"] == SUMMARY_SYSTEM)
-
-
-class FakeAcompletion:
-    """Stands in for litellm.acompletion: answers "ok" (a summary: "THE SUMMARY"), keeps
-    every call's kwargs; raises what ``refuse`` holds on the next turns' calls, and
-    ``summary_error`` on every summary call."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self.refuse: list[Exception] = []
-        self.summary_error: Exception | None = None
-
-    @property
-    def turns(self) -> list[dict[str, Any]]:
-        return [c for c in self.calls if not is_summary(c)]
-
-    async def __call__(self, **kwargs: Any) -> FakeChunkStream:
-        self.calls.append(kwargs)
-        summary = is_summary(kwargs)
-        if summary and self.summary_error is not None:
-            raise self.summary_error
-        if not summary and self.refuse:
-            raise self.refuse.pop(0)
-        stream_types = import_litellm().types.utils
-        text = "THE SUMMARY" if summary else "ok"
-        chunk = stream_types.ModelResponseStream(
-            choices=[{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]
-        )
-        return FakeChunkStream([chunk])
-
-
-@pytest.fixture
-def acompletion(monkeypatch: pytest.MonkeyPatch) -> FakeAcompletion:
-    fake = FakeAcompletion()
-    monkeypatch.setattr(import_litellm(), "acompletion", fake)
-    return fake
 
 
 async def test_each_request_asks_for_no_more_reply_than_the_window_keeps(
@@ -259,7 +219,7 @@ async def test_compact_with_a_focus_takes_the_place_of_a_summary_in_flight(
 ) -> None:
     model = FakeSlowSummaryModel(ScriptedModel(two_exchanges(), "slow"))
     session, seen = await new_session(model, tmp_path)
-    await session.send_and_wait("the task: write a lexer")
+    await session.send_and_wait(padded("the task: write a lexer"))
     await session.send_and_wait("and its tests")
     keeper = session.context
     assert keeper.start("threshold")  # a summary in the background, as at 80 %
@@ -441,7 +401,7 @@ async def test_the_prompt_is_never_summarised_when_nothing_older_can_be(tmp_path
 async def test_compact_does_not_summarise_the_summary_alone(tmp_path: Path) -> None:
     model = scripted([{"text": "first answer"}])
     session, _ = await new_session(model, tmp_path)
-    await session.send_and_wait("the task")
+    await session.send_and_wait(padded("the task"))
     outcomes = [await session.context.compact_now() for _ in range(3)]
     assert session.history.messages[0]["content"].startswith(SUMMARY_PREFIX)
     assert len(session.history.messages) == 1

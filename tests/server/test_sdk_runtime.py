@@ -56,6 +56,7 @@ from agent.loop.history import History  # noqa: E402
 from agent.transcript.blocks import RawBlock  # noqa: E402
 from agent.transcript.fold import Transcript  # noqa: E402
 from tests.support.paths import ROOT  # noqa: E402
+from tests.support.scripting import padded  # noqa: E402
 from tests.support.sdk_runtime import (  # noqa: E402
     LOOPDECK,
     Recorder,
@@ -778,7 +779,7 @@ async def test_history_compact_and_infinite_sessions_settings(shared: Runtime) -
     )
     seen = Recorder()
     session.on(seen)
-    await within(session.send_and_wait("THE TASK: a lexer", timeout=T))
+    await within(session.send_and_wait(padded("THE TASK: a lexer"), timeout=T))
     result = await within(
         session.rpc.history.compact(SessionHistoryCompactRequest(custom_instructions="tokens"))
     )

@@ -13,6 +13,17 @@ from agent.models.base import RetryPolicy, StreamItem
 from agent.models.scripted import Script, ScriptedModel
 from agent.session.session import Session
 
+# ~300 tokens of talk: a conversation a summary is smaller than (one no smaller than
+# what it replaces is a failed compaction).
+FILLER = " ".join(
+    f"Detail {i}: the parser keeps line and column for each token." for i in range(24)
+)
+
+
+def padded(prompt: str) -> str:
+    """``prompt`` with :data:`FILLER` after it, so a summary of it can be smaller."""
+    return f"{prompt}\n{FILLER}"
+
 
 def scripted(
     turns: list[dict[str, Any]], when_exhausted: str = "stop", label: str = "test"
