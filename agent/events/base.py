@@ -64,6 +64,11 @@ def now_iso() -> str:
 
 _stamp_second = -1
 _stamp_prefix = ""
+# One encoder for every line written, as json.dumps would build per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# The fields Event.new sets (model_construct's fields_set for the same call).
+_NEW_FIELDS = frozenset(("type", "data", "id", "timestamp", "parent_id", "ephemeral"))
+_set_attr = object.__setattr__
 
 
 def new_event_id() -> str:
@@ -115,15 +120,29 @@ class Event(BaseModel):
 
     @classmethod
     def new(cls, data: EventData, parent_id: str | None) -> Event:
-        # Every field is known good here: skip validation (a hot path while streaming).
-        return cls.model_construct(
-            type=data.TYPE,
-            data=data,
-            id=new_event_id(),
-            timestamp=now_iso(),
-            parent_id=parent_id,
-            ephemeral=data.EPHEMERAL,
+        # Every field is known good here: no validation (a hot path while streaming),
+        # and not model_construct either, whose per-field default handling cost more
+        # than building and writing the event. What it would set is set directly
+        # (tests/events/test_conformance.py holds the two equal).
+        event = cls.__new__(cls)
+        _set_attr(
+            event,
+            "__dict__",
+            {
+                "type": data.TYPE,
+                "data": data,
+                "id": new_event_id(),
+                "timestamp": now_iso(),
+                "parent_id": parent_id,
+                "ephemeral": data.EPHEMERAL,
+                "agent_id": None,
+                "unsaved": False,
+            },
         )
+        _set_attr(event, "__pydantic_fields_set__", set(_NEW_FIELDS))
+        _set_attr(event, "__pydantic_extra__", None)
+        _set_attr(event, "__pydantic_private__", None)
+        return event
 
     def wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -142,7 +161,7 @@ class Event(BaseModel):
         return out
 
     def to_json(self) -> str:
-        text = json.dumps(self.wire(), ensure_ascii=False, separators=(",", ":"))
+        text = _ENCODER.encode(self.wire())
         if not text.isascii():
             try:
                 text.encode("utf-8")

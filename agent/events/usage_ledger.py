@@ -57,8 +57,13 @@ class UsageLedger:
 
     def __init__(self) -> None:
         self.by_model: dict[str, UsageTotals] = {}
+        # The checkpoint made from the totals as they are now, if any: the session
+        # folds the checkpoint it has just recorded, and rebuilding the totals from
+        # it (each turn) would only give them back.
+        self._made: SessionUsageCheckpointData | None = None
 
     def add(self, usage: AssistantUsageData) -> None:
+        self._made = None
         totals = self.by_model.setdefault(usage.model, UsageTotals())
         totals.input_tokens += usage.input_tokens or 0
         totals.output_tokens += usage.output_tokens or 0
@@ -66,7 +71,9 @@ class UsageLedger:
         totals.requests += 1
 
     def restore(self, checkpoint: SessionUsageCheckpointData) -> None:
-        self.by_model = metrics_of(checkpoint)
+        if checkpoint is not self._made:
+            self.by_model = metrics_of(checkpoint)
+            self._made = None
 
     def totals(self) -> UsageTotals:
         out = UsageTotals()
@@ -77,7 +84,7 @@ class UsageLedger:
     def checkpoint(self) -> SessionUsageCheckpointData:
         from agent.events.schema import SessionUsageCheckpointData
 
-        return SessionUsageCheckpointData(
+        self._made = SessionUsageCheckpointData(
             total_nano_aiu=0.0,
             provider_model_metrics=[
                 {
@@ -96,6 +103,7 @@ class UsageLedger:
                 for model, t in self.by_model.items()
             ],
         )
+        return self._made
 
 
 def metrics_of(checkpoint: SessionUsageCheckpointData) -> dict[str, UsageTotals]:

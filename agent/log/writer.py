@@ -1,8 +1,10 @@
 """Appending to a session's ``events.jsonl``: one writer per session, in batches.
 
 Events are written per batch (flushed, so a killed process loses none), fsynced at
-each turn end and before any tool that changes the workspace, and handed to the
-subscribers only once their batch is written. Before the first append a torn last
+each turn end (turn ends in quick succession share one fsync, at most
+:data:`TURN_END_SYNC_INTERVAL` later), before any tool that changes the workspace and
+before the loop goes idle, and handed to the subscribers only once their batch is
+written. Before the first append a torn last
 line (a writer that died mid-line) is set aside, so no new event is glued onto it.
 """
 
@@ -90,6 +92,10 @@ Deliver = Callable[[list["Event"]], None]
 
 # The largest batch :meth:`SessionWriter.written` writes in the caller's thread.
 INLINE_WRITE_MAX = 64 * 1024
+# Turn ends closer together than this share one fsync (group commit), started at most
+# this long after the first of them. A turn end after a quiet spell is fsynced at
+# once, as is everything before a side effect (``sync``) and before idle (``drain``).
+TURN_END_SYNC_INTERVAL = 0.05
 
 
 class LogWriteError(Exception):
@@ -130,6 +136,10 @@ class SessionWriter:
         self._queue: list[tuple[Event, str | None]] = []
         self._in_flight = False  # a batch taken from the queue is not delivered yet
         self._sync_wanted = False
+        # When the next turn end's fsync may start (loop time), and the timer that
+        # wakes the writer then: see TURN_END_SYNC_INTERVAL.
+        self._sync_due = 0.0
+        self._sync_timer: asyncio.TimerHandle | None = None
         self._dirty = False  # written since the last fsync
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -154,7 +164,9 @@ class SessionWriter:
     def append(self, event: Event, *, durable: bool = False) -> None:
         """Queue ``event``: written unless ephemeral, delivered after its batch.
 
-        ``durable`` asks for an fsync after the batch that holds it.
+        ``durable`` asks for an fsync after the batch that holds it: at once, or
+        together with the next ones within :data:`TURN_END_SYNC_INTERVAL` of the
+        last fsync (``sync`` and ``drain`` do not wait for that).
         """
         if event.ephemeral and not self._queue and not self._in_flight:
             self.deliver([event])  # nothing ahead of it to wait for
@@ -246,18 +258,37 @@ class SessionWriter:
                 self._in_flight = False
                 self._batch_done(batch, upto)
             if (self._sync_wanted or self._sync_waiters) and self._fsyncing is None:
-                self._sync_wanted = False
-                if self._dirty and self.error is None:
-                    # In the background: later batches are written and delivered
-                    # meanwhile, not held behind the disk's flush.
-                    self._fsyncing = asyncio.create_task(self._fsync(self._written))
-                else:
-                    self._synced = self._written
-                    self._release_sync_waiters()
+                now = asyncio.get_running_loop().time()
+                if self._sync_waiters or now >= self._sync_due:
+                    self._sync_wanted = False
+                    if self._dirty and self.error is None:
+                        # In the background: later batches are written and delivered
+                        # meanwhile, not held behind the disk's flush.
+                        self._sync_due = now + TURN_END_SYNC_INTERVAL
+                        self._fsyncing = asyncio.create_task(self._fsync(self._written))
+                    else:
+                        self._synced = self._written
+                        self._release_sync_waiters()
+                elif self._sync_timer is None:
+                    # Turn ends in quick succession (a loop whose model and tools
+                    # answer at once): one fsync for them, a little later.
+                    self._sync_timer = asyncio.get_running_loop().call_at(
+                        self._sync_due, self._sync_timer_fired
+                    )
             if not (self._queue or self._sync_waiters or self._sync_wanted or self._fsyncing):
                 self._idle.set()
                 if self._closing:
                     return
+
+    def _sync_timer_fired(self) -> None:
+        self._sync_timer = None
+        self._wake.set()
+
+    def _sync_now(self) -> None:
+        """A turn end's fsync waiting for its group starts now."""
+        if self._sync_wanted:
+            self._sync_due = 0.0
+            self._wake.set()
 
     def _release_write_waiters(self) -> None:
         waiting = []
@@ -319,7 +350,9 @@ class SessionWriter:
             self.on_failure(self.error)
 
     async def drain(self) -> None:
-        """Wait until everything appended so far is written and delivered."""
+        """Wait until everything appended so far is written and delivered (and, if a
+        turn end asked for it, fsynced)."""
+        self._sync_now()
         if not self._idle.is_set():
             await self._unless_stopped(self._idle.wait())
 
@@ -339,10 +372,14 @@ class SessionWriter:
         if self._task is None:
             return
         self._closing = True
+        self._sync_now()
         self._wake.set()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)

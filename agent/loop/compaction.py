@@ -36,7 +36,7 @@ import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from agent.events.schema import (
     CompactionTrigger,
@@ -223,8 +223,10 @@ class ContextKeeper:
         """Tell the model how much of the window its reply may take (a window or an
         output limit the user gave): the prompt is sized to leave exactly that."""
         model = self.host.model
-        if isinstance(model, ReplyCapped):
-            model.cap_reply(self.limits.sent_max_tokens)
+        # Not isinstance() on the runtime protocol: that walks the protocol's members
+        # on every call, once a turn.
+        if callable(getattr(model, "cap_reply", None)):
+            cast(ReplyCapped, model).cap_reply(self.limits.sent_max_tokens)
 
     async def before_call(self) -> None:
         """Called right before a model call: report the size, compact or wait."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import AsyncIterator
 
 from agent.events.schema import (
     AssistantMessageDeltaData,
@@ -23,7 +24,7 @@ from agent.events.schema import (
 )
 from agent.events.turn_notes import StreamClock, attempt_cut_note
 from agent.loop.host import LoopHost
-from agent.models.base import ModelReply, ProviderError, ReasoningDelta, TextDelta
+from agent.models.base import ModelReply, ProviderError, ReasoningDelta, StreamItem, TextDelta
 from agent.models.provider_errors import IDLE_TIMEOUT_ADVICE
 
 # Longest stretch of stream handling between two yields to the event loop.
@@ -115,11 +116,24 @@ class ModelCall:
         host = self.host
         messages = host.history.with_system(host.system_prompt())
         tools = host.tools().schemas()
-        reasoning_id: str | None = None
         start = host.emit(AssistantMessageStartData(message_id=self.message_id))
         self.clock = clock = StreamClock(start.timestamp)
+        stream = host.model.stream(messages, tools, call_index=call_index)
+        try:
+            return await self._consume(stream, clock)
+        finally:
+            # Closed here, not left to the collector: an async generator dropped
+            # unfinished (it yields its reply last) is closed by asyncio's finalizer
+            # hook, a thread-safe wakeup of the event loop and a task per call.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _consume(self, stream: AsyncIterator[StreamItem], clock: StreamClock) -> ModelReply:
+        host = self.host
+        reasoning_id: str | None = None
         since_yield = time.perf_counter()
-        async for item in host.model.stream(messages, tools, call_index=call_index):
+        async for item in stream:
             # A stream that arrives faster than it is handled (deltas buffered behind a
             # slow frame) would otherwise run here without a break: let others run.
             now = time.perf_counter()

@@ -262,6 +262,8 @@ class TokenMeter:
         self._counter: Counter | None = None
         self._counts: dict[int, tuple[dict[str, Any], int]] = {}  # id -> (message, tokens)
         self._text_cache: dict[str, int] = {}  # system prompt / tool schemas
+        # The tools' schemas last counted: (the list, its items' ids, raw tokens).
+        self._tools_counted: tuple[list[dict[str, Any]], tuple[int, ...], int] | None = None
         # The last conversation measured and its count, extended when it only grew
         # (it is measured before every call: a pass over all of it each time would
         # cost in proportion to the history): (messages, how many, first and last
@@ -347,11 +349,23 @@ class TokenMeter:
         self._summed = (messages, len(messages), *edge, total)
         return total
 
+    def _tool_tokens(self, tools: list[dict[str, Any]]) -> int:
+        """The count of the tools' schemas, kept while the same schemas are offered: a
+        registry builds its list once, and dumping it to JSON each turn cost more than
+        the rest of the measure."""
+        key = tuple(map(id, tools))
+        kept = self._tools_counted
+        if kept is not None and kept[0] is tools and kept[1] == key:
+            return kept[2]
+        count = self._cached_text(json.dumps(tools, sort_keys=True))
+        self._tools_counted = (tools, key, count)
+        return count
+
     def measure(
         self, system_prompt: str, tools: list[dict[str, Any]], messages: Sequence[dict[str, Any]]
     ) -> Usage:
         system = self._cached_text(system_prompt) + MESSAGE_OVERHEAD
-        tool_tokens = self._cached_text(json.dumps(tools, sort_keys=True)) if tools else 0
+        tool_tokens = self._tool_tokens(tools) if tools else 0
         conversation = self.conversation_tokens(messages)
         self.last_counted = system + tool_tokens + conversation
         scale = self.ratio

@@ -211,3 +211,29 @@ async def test_the_permission_level_question_and_answer_conform(tmp_path: Path) 
     assert types.count("elicitation.requested") == 2 and types.count("elicitation.completed") == 2
     for wire in wires:
         assert_parses_as_itself(wire)
+
+
+def test_event_new_builds_what_model_construct_would() -> None:
+    # Event.new sets the model's internals itself (model_construct was the hot path's
+    # largest cost): a field added to Event must be added there too.
+    from agent.events.schema import AssistantMessageDeltaData, AssistantTurnStartData
+
+    for data, parent in (
+        (AssistantTurnStartData(turn_id="0", model="m"), "parent"),
+        (AssistantMessageDeltaData(message_id="m1", delta_content="hi"), None),
+    ):
+        made = Event.new(data, parent)
+        constructed = Event.model_construct(
+            type=data.TYPE,
+            data=data,
+            id=made.id,
+            timestamp=made.timestamp,
+            parent_id=parent,
+            ephemeral=data.EPHEMERAL,
+        )
+        assert list(made.__dict__.items()) == list(constructed.__dict__.items())
+        assert made.model_fields_set == constructed.model_fields_set
+        assert made.__pydantic_extra__ == constructed.__pydantic_extra__
+        assert made.__pydantic_private__ == constructed.__pydantic_private__
+        assert made.to_json() == constructed.to_json()
+        assert made.model_dump() == constructed.model_dump()

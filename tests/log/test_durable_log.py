@@ -74,11 +74,18 @@ async def test_subscribers_see_an_event_only_once_it_is_written(
     assert types[-1] == "session.idle"
 
 
+@pytest.mark.parametrize("group_interval", [None, 3600.0])
 async def test_a_write_tool_starts_only_once_its_request_is_fsynced(
-    tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    loopdeck_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    group_interval: float | None,
 ) -> None:
     """Record before effect: the assistant.message and tool.execution_start of a call
-    are fsynced before the tool runs (a read tool is not waited for)."""
+    are fsynced before the tool runs (a read tool is not waited for) — also while a
+    turn end's fsync waits for its group (``group_interval``)."""
+    if group_interval is not None:
+        monkeypatch.setattr(agent.log.writer, "TURN_END_SYNC_INTERVAL", group_interval)
     fsynced: dict[int, int] = {}  # inode -> size of the file at its last fsync
     real_fsync = os.fsync
 

@@ -3,7 +3,10 @@ call, not a pass over the whole history (which grows until a compaction)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from agent.events.schema import (
     AssistantMessageData,
@@ -18,6 +21,7 @@ from agent.events.schema import (
     UserMessageData,
 )
 from agent.loop.history import SUMMARY_PREFIX, History
+from agent.models import context_window
 from agent.models.context_window import ContextLimits, TokenMeter
 
 
@@ -155,3 +159,35 @@ def test_meter_recounts_a_history_changed_in_place() -> None:
     messages.append({"role": "user", "content": "d"})
     assert tokens(counted, messages) == 2 * 14 + 84 + 2 * 5
     assert tokens(counted, list(messages)) == 2 * 14 + 84 + 2 * 5
+
+
+def test_meter_serialises_the_same_tools_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Offered on every call and built once by their registry: dumping them to JSON
+    # before each call cost more than the rest of the measure.
+    counted = meter()
+    tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "a"}}]
+    dumped: list[object] = []
+    real_dumps = json.dumps
+
+    def dumps(value: Any, **kwargs: Any) -> str:
+        dumped.append(value)
+        return real_dumps(value, **kwargs)
+
+    monkeypatch.setattr(context_window.json, "dumps", dumps)
+    first = counted.measure("", tools, []).tools
+    assert counted.measure("", tools, []).tools == first
+    assert counted.measure("", tools, []).tools == first
+    assert dumped == [tools]
+
+
+def test_meter_recounts_tools_that_changed() -> None:
+    counted = meter()
+    tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "a"}}]
+    one = counted.measure("", tools, []).tools
+    added = [*tools, {"type": "function", "function": {"name": "bb"}}]  # a new registry list
+    two = counted.measure("", added, []).tools
+    assert two == len(json.dumps(added, sort_keys=True)) > one
+    tools.append({"type": "function", "function": {"name": "ccc"}})  # the same list, grown
+    assert counted.measure("", tools, []).tools == len(json.dumps(tools, sort_keys=True))
+    tools[0] = {"type": "function", "function": {"name": "dddd"}}  # an item replaced
+    assert counted.measure("", tools, []).tools == len(json.dumps(tools, sort_keys=True))

@@ -379,3 +379,51 @@ async def test_invalid_tool_calls_fail_readably_and_the_loop_goes_on(
     # The model reads the failure as the tool's result.
     tool_msg = model.seen_messages[1][-1]
     assert tool_msg["role"] == "tool" and expected in tool_msg["content"]
+
+
+class FakeClosingModel:
+    """A scripted model that notes when each call's stream is closed (its generator's
+    ``finally``), and where the session's events stood at that moment."""
+
+    def __init__(self, inner: FakeCountingModel, recorder: list[str]) -> None:
+        self.inner = inner
+        self.recorder = recorder
+        self.closed_after: list[list[str]] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return self.inner.retry_policy
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, call_index: int
+    ) -> AsyncIterator[StreamItem]:
+        try:
+            async for item in self.inner.stream(messages, tools, call_index=call_index):
+                yield item
+        finally:
+            self.closed_after.append(list(self.recorder))
+
+
+async def test_each_model_stream_is_closed_before_its_message_is_recorded(
+    tmp_path: Path,
+) -> None:
+    # The reply is a stream's last item: the loop returns with the stream unfinished.
+    # Left to the collector, asyncio closes it later from its finalizer hook (a
+    # thread-safe wakeup and a task per model call); the loop closes it itself.
+    types: list[str] = []
+    model = FakeClosingModel(
+        scripted([{"text": "Searching.", "tool_calls": [GREP]}, {"text": "Found."}]), types
+    )
+    session, _rec = await new_session(model, tmp_path)
+    session.subscribe(lambda event: types.append(event.type))
+    outcome = await session.send_and_wait("where is main?")
+
+    assert outcome.final_text == "Found."
+    assert len(model.closed_after) == 2
+    for seen in model.closed_after:
+        # Closed right after the reply: before the message naming it is emitted.
+        assert seen[-1] == "assistant.message_delta"

@@ -18,7 +18,7 @@ from agent.session.session import Session
 from agent.session.tail_resume import plan_resume
 from tests.support.compaction import WINDOW, notes, tool_turn
 from tests.support.paths import FIXTURES
-from tests.support.scripting import new_session, scripted
+from tests.support.scripting import new_session, padded, scripted
 
 
 async def _compacted_log(tmp_path: Path, turns: int = 30) -> tuple[SessionStore, str]:
@@ -237,7 +237,7 @@ async def test_a_resumed_history_keeps_what_the_summary_left_after_an_empty_repl
     notes(tmp_path / "ws", 200)
     model = scripted([{"text": "one"}, tool_turn(0), {"text": ""}])
     session, _ = await new_session(model, tmp_path, store=store)
-    await session.send_and_wait("first")
+    await session.send_and_wait(padded("first"))  # a summary must be smaller than this
     await session.send_and_wait("LAST PROMPT")
     done = await session.context.compact_now()
     assert done is not None and done.success

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agent.events import usage_ledger
 from agent.events.schema import (
     AssistantUsageData,
     Event,
@@ -99,6 +100,32 @@ async def test_usage_is_in_the_log_so_replay_export_and_the_listing_match_live(
     checkpoints = [e for e in events if isinstance(e.data, SessionUsageCheckpointData)]
     assert len(checkpoints) == 2
     assert not any(isinstance(e.data, AssistantUsageData) for e in events)  # stays ephemeral
+
+
+async def test_a_live_session_does_not_rebuild_its_totals_from_its_own_checkpoint(
+    tmp_path: Path, loopdeck_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session folds each checkpoint it records; rebuilding the totals from the one
+    # just made from them (each turn) gives them back: only a resume needs it.
+    rebuilt: list[object] = []
+    real = usage_ledger.metrics_of
+
+    def metrics_of(checkpoint: SessionUsageCheckpointData) -> Any:
+        rebuilt.append(checkpoint)
+        return real(checkpoint)
+
+    monkeypatch.setattr(usage_ledger, "metrics_of", metrics_of)
+    session, live, store = await recorded(TWO_TURNS, tmp_path, loopdeck_home, "look")
+    assert rebuilt == []
+    assert totals(live) == (2200, 12, 0.003)
+    assert session.usage.totals().input_tokens == 2200
+    assert session.usage.totals().requests == 2
+    resumed = await Session.resume(store=store, session_id=session.id, model=scripted(TWO_TURNS))
+    try:
+        assert rebuilt  # a resume restores the totals from the log's checkpoints
+        assert resumed.usage.totals() == session.usage.totals()
+    finally:
+        await resumed.close()
 
 
 async def test_every_line_still_parses_with_the_official_parser(
