@@ -15,7 +15,7 @@ from agent.log.lock import SessionInUse
 from agent.log.places import loopdeck_home
 from agent.log.store import ForeignSession, SessionStore
 from agent.log.writer import LogWriteError
-from agent.loop.compaction import CompactionSettings, settings_from
+from agent.loop.compaction_settings import CompactionSettings, settings_from
 from agent.loop.turn_loop import DEFAULT_MAX_CONTINUES
 from agent.models.base import ModelClient, RetryPolicy
 from agent.models.scripted import SCRIPTED_PREFIX, ScriptedModel

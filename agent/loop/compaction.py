@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from agent.events.schema import (
@@ -48,8 +45,17 @@ from agent.events.schema import (
     SessionUsageInfoData,
     SessionWarningData,
 )
+from agent.loop.compaction_settings import CompactionSettings
+from agent.loop.context_fit import estimated_fixed, fit_warning, no_room_warning
 from agent.loop.history import SUMMARY_PREFIX, History
-from agent.loop.summary_request import CHARS_PER_TOKEN, summarize, summary_request
+from agent.loop.summary_request import (
+    CHARS_PER_TOKEN,
+    summarize,
+    summary_cut,
+    summary_request,
+    summary_tokens,
+)
+from agent.loop.truncation import drop_oldest
 from agent.models.base import (
     ModelClient,
     ModelReply,
@@ -62,44 +68,17 @@ from agent.models.context_window import (
     ContextLimits,
     TokenMeter,
     Usage,
-    estimate_tokens,
     refused_prompt_tokens,
 )
 
 log = logging.getLogger(__name__)
 
-KEPT_SHARE = 0.25  # of the window the newest exchange may take and still be kept whole
 # After a summary failed, the next one in the background waits this many model calls,
 # or until the history grew by this share of the window (each try costs a request, and
 # a failing summarizer would otherwise be asked again at every call past the threshold).
 RETRY_AFTER_CALLS = 5
 RETRY_AFTER_GROWTH = 0.25
 CUT_TOOL_OUTPUT = "loopdeck:cut_tool_output"  # session.truncation's performedBy for a cut result
-# A summary may take at most this share of the conversation it replaces (a summary no
-# smaller than it would grow the context), and at most SUMMARY_MAX_TOKENS.
-SUMMARY_SHARE = 0.5
-SUMMARY_MAX_TOKENS = 4_096
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionSettings:
-    """The SDK's ``infinite_sessions``: ``enabled``, ``background_compaction_threshold``
-    and ``buffer_exhaustion_threshold``, as fractions of the context window."""
-
-    enabled: bool = True
-    background_threshold: float = 0.80
-    blocking_threshold: float = 0.95
-    # The summary runs while the turn goes on. Off, the call at the background threshold
-    # waits for it: a server that serves one request at a time (llama.cpp's, by
-    # default) would hold the turn's request behind the summary until it timed out.
-    background: bool = True
-
-    def __post_init__(self) -> None:
-        if not 0 < self.background_threshold <= self.blocking_threshold <= 1:
-            raise ValueError(
-                "compaction thresholds must satisfy 0 < background <= blocking <= 1 "
-                f"(got {self.background_threshold} and {self.blocking_threshold})"
-            )
 
 
 class ContextHost(Protocol):
@@ -334,44 +313,17 @@ class ContextKeeper:
             self._fit_checked = self.meter
             fixed, budget = usage.system + usage.tools, usage.window
         else:
-            host = self.host
-            tools = host.tool_schemas()
-            fixed = estimate_tokens(host.system_prompt()) + MESSAGE_OVERHEAD
-            fixed += estimate_tokens(json.dumps(tools, sort_keys=True)) if tools else 0
+            fixed = estimated_fixed(self.host.system_prompt(), self.host.tool_schemas())
             budget = self.limits.prompt_budget
             if fixed < budget:
                 return  # the count at the first call tells the rest
             self._fit_checked = self.meter
-        background = self.settings.background_threshold
-        if fixed < budget * background:
+        if fixed < budget * self.settings.background_threshold:
             return
-        limits = self.limits
-        where = (
-            f"the {budget:,} tokens a request may hold in a {limits.window:,}-token context "
-            f"window ({limits.reply_room:,} kept for the reply)"
-        )
         if fixed >= budget:
             self._told_no_fit = self.meter
-            what = (
-                f"loopdeck's system prompt and tools' definitions alone take about {fixed:,} "
-                f"tokens, more than {where}: no request will fit"
-            )
-        else:
-            what = (
-                f"loopdeck's system prompt and tools' definitions take about {fixed:,} of "
-                f"{where}: little is left for the conversation, which will be compacted "
-                "at nearly every call"
-            )
-        self.host.emit(
-            SessionWarningData(
-                warning_type="context_too_small",
-                message=(
-                    f"{what}. Give the model server's real window with --context-window "
-                    "(context_window), start the server with a larger context, or use a "
-                    "model with a larger window"
-                ),
-            )
-        )
+        message = fit_warning(fixed, budget, self.limits)
+        self.host.emit(SessionWarningData(warning_type="context_too_small", message=message))
 
     def _warn_fixed_part(self, usage: Usage) -> None:
         """Nothing could be taken out: when the system prompt and the tools alone fill
@@ -382,17 +334,8 @@ class ContextKeeper:
             or self._told_no_fit is self.meter
         ):
             return
-        self.host.emit(
-            SessionWarningData(
-                warning_type="context_too_small",
-                message=(
-                    f"the system prompt and the tools' definitions alone take about {fixed:,} "
-                    f"tokens of the {usage.window:,} a request may hold in this context window: "
-                    "give the model server's real window with --context-window "
-                    "(context_window), or use a model with a larger one"
-                ),
-            )
-        )
+        message = no_room_warning(fixed, usage.window)
+        self.host.emit(SessionWarningData(warning_type="context_too_small", message=message))
 
     # --- compaction ---------------------------------------------------------------
 
@@ -431,29 +374,8 @@ class ContextKeeper:
         return True
 
     def cut_point(self) -> int:
-        """How many leading messages the summary replaces. The newest exchange stays
-        word for word — from the last user message (the prompt being answered), or,
-        when that is far back (a long autopilot run), from the last assistant message
-        and its tool results — as long as it takes at most :data:`KEPT_SHARE` of the
-        window."""
-        history = self.host.history
-        messages = history.messages
-        limit = history.compactable_prefix()
-        first = history.summary_count()
-        budget = self.limits.window * KEPT_SHARE
-        for role in ("user", "assistant"):
-            start = next(
-                (i for i in range(limit - 1, first - 1, -1) if messages[i].get("role") == role),
-                None,
-            )
-            if start is None or start <= first:
-                continue
-            kept = sum(self.meter.message_tokens(m) for m in messages[start:limit])
-            if kept * self.meter.ratio <= budget:
-                return start
-        if limit <= first or (limit - 1 == first and messages[first].get("role") == "user"):
-            return 0  # the summary alone, or the prompt being answered alone: never those
-        return limit
+        """How many leading messages the summary replaces (see :func:`summary_cut`)."""
+        return summary_cut(self.host.history, self.meter, self.limits.window)
 
     async def compact_now(self, focus: str | None = None) -> SessionCompactionCompleteData | None:
         """``/compact`` and the SDK's ``session.history.compact``: compact now and wait.
@@ -551,13 +473,7 @@ class ContextKeeper:
         return done
 
     def _summary_tokens(self, covered: int) -> int:
-        """The longest summary worth having of ``covered`` tokens: smaller than they
-        are (:data:`SUMMARY_SHARE`), and within the reply's room in the window (the
-        output limit the user gave or the model map says) and
-        :data:`SUMMARY_MAX_TOKENS`."""
-        tokens = min(max(1, int(covered * SUMMARY_SHARE)), SUMMARY_MAX_TOKENS)
-        room = self.limits.reply_room
-        return min(tokens, room) if room > 0 else tokens
+        return summary_tokens(covered, self.limits.reply_room)
 
     def _complete_failed(
         self, attempt: str, trigger: CompactionTrigger, error: str, usage: Usage
@@ -575,60 +491,11 @@ class ContextKeeper:
         self.host.emit(done)
         return done
 
-    # --- the last resort ----------------------------------------------------------
-
     def _drop_oldest(self, usage: Usage) -> None:
-        """Drop the oldest messages (after the summary, if any) until the request is
-        back under the background threshold, keeping the last message."""
-        history = self.host.history
-        target = self.settings.background_threshold * usage.window
-        excess = usage.total - target
-        messages = history.messages
-        # As sent: a tool result cut for the model frees only what was sent of it.
-        sent = history.for_model()
-        start = history.summary_count()
-        count = 0
-        freed = 0.0
-        # Always keep the last message (the prompt or the results the model must read).
-        while start + count < len(messages) - 1 and freed < excess:
-            freed += self.meter.message_tokens(sent[start + count]) * self.meter.ratio
-            count += 1
-        count = history.clean_cut(start, count)
-        if start + count >= len(messages):
-            # The cut took the last results with their call: the newest exchange stays
-            # whole instead (the model must read what it asked for).
-            keep = len(messages) - 1
-            while keep > start and messages[keep].get("role") == "tool":
-                keep -= 1
-            count = keep - start
-        if count <= 0:
-            return
-        dropped = sent[start : start + count]
-        removed = round(sum(self.meter.message_tokens(m) for m in dropped) * self.meter.ratio)
-        pre_length = len(messages)
-        self.host.emit(
-            SessionTruncationData(
-                messages_removed_during_truncation=count,
-                performed_by=History.DROP_OLDEST,
-                post_truncation_messages_length=pre_length - count,
-                post_truncation_tokens_in_messages=max(0, usage.messages - removed),
-                pre_truncation_messages_length=pre_length,
-                pre_truncation_tokens_in_messages=usage.messages,
-                token_limit=usage.window,
-                tokens_removed_during_truncation=removed,
-            )
-        )
-        self.meter.forget(history.messages)
-        self.host.emit(
-            SessionWarningData(
-                warning_type="context_truncated",
-                message=(
-                    f"the conversation no longer fit the model's context window: the oldest "
-                    f"{count} messages were dropped from what the model sees (they stay in "
-                    "the log)"
-                ),
-            )
-        )
+        """The last resort (agent/loop/truncation.py): back under the background
+        threshold by dropping the oldest messages."""
+        threshold = self.settings.background_threshold
+        drop_oldest(self.host.history, self.meter, usage, threshold, self.host.emit)
 
     def abandon(self, why: str = "cancelled") -> None:
         """Stop a summary in flight, reported as failed now: what it covers is gone
@@ -650,19 +517,3 @@ class ContextKeeper:
                 await task
 
 
-def settings_from(values: dict[str, Any] | None) -> CompactionSettings:
-    """Settings from the SDK's ``infiniteSessions`` (camelCase) or config keys."""
-    if not values:
-        return CompactionSettings()
-    get: Callable[..., Any] = values.get
-    enabled = get("enabled", True)
-    background = get("backgroundCompactionThreshold", get("background_compaction_threshold"))
-    blocking = get("bufferExhaustionThreshold", get("buffer_exhaustion_threshold"))
-    defaults = CompactionSettings()
-    return CompactionSettings(
-        enabled=bool(enabled),
-        background_threshold=float(background)
-        if background is not None
-        else defaults.background_threshold,
-        blocking_threshold=float(blocking) if blocking is not None else defaults.blocking_threshold,
-    )

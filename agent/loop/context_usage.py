@@ -6,7 +6,7 @@ decide when to compact and that the status bar's ``ctx`` shows.
 
 from __future__ import annotations
 
-from agent.loop.compaction import CompactionSettings
+from agent.loop.compaction_settings import CompactionSettings
 from agent.models.context_window import ContextLimits, Usage
 
 _SOURCES = {

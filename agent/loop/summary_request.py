@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.events.schema import CompactionTokensUsed
+from agent.loop.history import History
 from agent.models.base import COMPACTION_CALL, ModelClient, ModelReply, ProviderError
-from agent.models.context_window import message_text
+from agent.models.context_window import TokenMeter, message_text
 
 SUMMARY_SYSTEM = (
     "You write the checkpoint summary of a coding agent's session. The conversation "
@@ -125,3 +126,44 @@ async def summarize(
         else None
     )
     return reply.text.strip(), used
+
+
+# Of the window, what the newest exchange may take and still be kept word for word.
+KEPT_SHARE = 0.25
+# A summary may take at most this share of the conversation it replaces (a summary no
+# smaller than it would grow the context), and at most SUMMARY_MAX_TOKENS.
+SUMMARY_SHARE = 0.5
+SUMMARY_MAX_TOKENS = 4_096
+
+
+def summary_cut(history: History, meter: TokenMeter, window: int) -> int:
+    """How many leading messages a summary replaces. The newest exchange stays
+    word for word — from the last user message (the prompt being answered), or,
+    when that is far back (a long autopilot run), from the last assistant message
+    and its tool results — as long as it takes at most :data:`KEPT_SHARE` of the
+    window."""
+    messages = history.messages
+    limit = history.compactable_prefix()
+    first = history.summary_count()
+    budget = window * KEPT_SHARE
+    for role in ("user", "assistant"):
+        start = next(
+            (i for i in range(limit - 1, first - 1, -1) if messages[i].get("role") == role),
+            None,
+        )
+        if start is None or start <= first:
+            continue
+        kept = sum(meter.message_tokens(m) for m in messages[start:limit])
+        if kept * meter.ratio <= budget:
+            return start
+    if limit <= first or (limit - 1 == first and messages[first].get("role") == "user"):
+        return 0  # the summary alone, or the prompt being answered alone: never those
+    return limit
+
+
+def summary_tokens(covered: int, reply_room: int) -> int:
+    """The longest summary worth having of ``covered`` tokens: smaller than they are
+    (:data:`SUMMARY_SHARE`), within the reply's room in the window (the output limit
+    the user gave or the model map says; 0: none kept) and :data:`SUMMARY_MAX_TOKENS`."""
+    tokens = min(max(1, int(covered * SUMMARY_SHARE)), SUMMARY_MAX_TOKENS)
+    return min(tokens, reply_room) if reply_room > 0 else tokens

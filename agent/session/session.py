@@ -48,7 +48,8 @@ from agent.events.usage_ledger import UsageLedger
 from agent.log.lock import SessionLock
 from agent.log.store import SessionStore
 from agent.log.writer import LogWriteError, SessionWriter
-from agent.loop.compaction import CompactionSettings, ContextKeeper
+from agent.loop.compaction import ContextKeeper
+from agent.loop.compaction_settings import CompactionSettings
 from agent.loop.history import History
 from agent.loop.hooks import LoopHooks
 from agent.loop.system_prompt import build_system_prompt

@@ -16,7 +16,7 @@ from typing import Any
 from agent.log.lock import SessionInUse, delete_session
 from agent.log.session_row import SessionSummary
 from agent.log.store import ForeignSession
-from agent.loop.compaction import settings_from
+from agent.loop.compaction_settings import settings_from
 from agent.tools.external import ExternalToolSpec
 from app.server.bridge import HostedSession, SdkSession, ToolChoice
 from app.server.params import check_id, mcp_config, optional_str, required_str

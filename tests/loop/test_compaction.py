@@ -21,7 +21,7 @@ from agent.events.schema import (
     UserMessageData,
 )
 from agent.log.store import SessionStore, read_events
-from agent.loop.compaction import CompactionSettings, settings_from
+from agent.loop.compaction_settings import CompactionSettings, settings_from
 from agent.loop.history import SUMMARY_PREFIX, History
 from agent.loop.summary_request import summary_request
 from agent.models.base import COMPACTION_CALL, ModelReply, ProviderError, StreamItem, Usage

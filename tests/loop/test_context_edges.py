@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent.loop.compaction import CompactionSettings
+from agent.loop.compaction_settings import CompactionSettings
 from agent.loop.history import SUMMARY_PREFIX, History
 from agent.models.base import COMPACTION_CALL
 from agent.models.context_window import ContextLimits, refused_prompt_tokens

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agent.loop.compaction import CompactionSettings
+from agent.loop.compaction_settings import CompactionSettings
 from agent.loop.context_usage import report
 from agent.models.base import COMPACTION_CALL, ProviderError, StreamItem
 from agent.models.scripted import Script, ScriptedModel
