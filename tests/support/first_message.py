@@ -33,7 +33,7 @@ def first_message(tmp_path: Path, base_url: str, *model: str) -> dict[str, Any]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1200,  # the probe's own waits end it first; this only stops a hang
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
