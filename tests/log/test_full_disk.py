@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from typing import Any
 
 import pytest
 from copilot.generated.session_events import session_event_from_dict
+
+from tests.support.full_disk import can_mount_tmpfs, folders, run_driver
 
 BIG = "".join(f"line {i} of a big file\n" for i in range(15_000))  # ~330 KB
 
@@ -46,20 +47,6 @@ ls "$HOME_DIR/session-state" > "$OUT/start.sessions"
 """
 
 
-def can_mount_tmpfs() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to mount a tmpfs"
-    if shutil.which("unshare") is None:
-        return "needs unshare(1)"
-    probe = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-        capture_output=True,
-    )
-    if probe.returncode != 0:
-        return f"cannot mount a tmpfs in a mount namespace: {probe.stderr.decode().strip()}"
-    return None
-
-
 def lines_of(raw: bytes) -> list[dict[str, Any]]:
     """Every line, each through the official parser; the file ends with a whole line."""
     assert raw.endswith(b"\n")
@@ -73,23 +60,9 @@ def test_full_disk_stops_the_run_cleanly_and_resumes_once_freed(tmp_path: Path) 
     reason = can_mount_tmpfs()
     if reason is not None:
         pytest.skip(reason)
-    home, workspace, out = tmp_path / "home", tmp_path / "ws", tmp_path / "out"
-    for folder in (home, workspace, out):
-        folder.mkdir()
+    home, workspace, out = folders(tmp_path)
     script = write_script(tmp_path / "script.json")
-    env = {
-        **os.environ,
-        "HOME_DIR": str(home),
-        "LOOPDECK_HOME": str(home),
-        "WS": str(workspace),
-        "OUT": str(out),
-        "SCRIPT": str(script),
-        "PYTHON": sys.executable,
-    }
-    driver = subprocess.run(
-        ["unshare", "-m", "bash", "-c", DRIVER], env=env, capture_output=True, timeout=300
-    )
-    assert driver.returncode == 0, driver.stderr.decode()
+    run_driver(DRIVER, home, workspace, out, script)
 
     # The full disk: exit 1, the storage error then idle, last; no traceback.
     assert (out / "full.rc").read_text().strip() == "1"

@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
-import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,6 +18,7 @@ import agent.log.writer
 from agent.log.store import SessionStore
 from agent.log.writer import SessionWriter
 from app.cli import main
+from tests.support.full_disk import can_mount_tmpfs, folders, run_driver
 from tests.support.scripting import new_session, scripted
 
 VIEW = "view"
@@ -133,20 +130,6 @@ async def test_the_loop_stops_at_a_failed_write_it_ran_ahead_of(
 # --- the command line: a real full disk, and the file size limit anywhere ----------
 
 
-def can_mount_tmpfs() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to mount a tmpfs"
-    if shutil.which("unshare") is None:
-        return "needs unshare(1)"
-    probe = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-        capture_output=True,
-    )
-    if probe.returncode != 0:
-        return f"cannot mount a tmpfs in a mount namespace: {probe.stderr.decode().strip()}"
-    return None
-
-
 def reading_script(path: Path, workspace: Path, files: int) -> Path:
     """Turns that each view a ~100 KB file (read-only: no fsync before them)."""
     turns = []
@@ -190,23 +173,9 @@ def test_json_on_a_full_tmpfs_marks_what_was_not_saved_and_says_so(tmp_path: Pat
     reason = can_mount_tmpfs()
     if reason is not None:
         pytest.skip(reason)
-    home, workspace, out = tmp_path / "home", tmp_path / "ws", tmp_path / "out"
-    for folder in (home, workspace, out):
-        folder.mkdir()
+    home, workspace, out = folders(tmp_path)
     script = reading_script(tmp_path / "script.json", workspace, files=14)
-    env = {
-        **os.environ,
-        "HOME_DIR": str(home),
-        "LOOPDECK_HOME": str(home),
-        "WS": str(workspace),
-        "OUT": str(out),
-        "SCRIPT": str(script),
-        "PYTHON": sys.executable,
-    }
-    driver = subprocess.run(
-        ["unshare", "-m", "bash", "-c", DRIVER], env=env, capture_output=True, timeout=300
-    )
-    assert driver.returncode == 0, driver.stderr.decode()
+    run_driver(DRIVER, home, workspace, out, script)
 
     assert (out / "full.rc").read_text().strip() == "1"
     printed = [json.loads(line) for line in (out / "full.out").read_text().splitlines()]
