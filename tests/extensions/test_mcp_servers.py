@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from agent.extensions.mcp.config import load_config
+from agent.extensions.mcp.config import McpConfig, load_config
 from agent.log.store import SessionStore
+from agent.session.session import Session
 from app.cli import main
 from tests.support.mcp_harness import (
     EVERYTHING,
@@ -36,7 +37,19 @@ from tests.support.mcp_harness import (
     processes_with,
 )
 from tests.support.paths import ROOT
-from tests.support.scripting import new_session, scripted
+from tests.support.scripting import FakeRecorder, new_session, scripted
+
+
+async def with_servers(
+    model: Any, tmp_path: Path, config: McpConfig, store: SessionStore | None = None
+) -> tuple[Session, FakeRecorder]:
+    """An autopilot session allowed every tool, its servers started and settled."""
+    session, recorder = await new_session(model, tmp_path, mode="autopilot", store=store)
+    session.permissions.policy.allow_all = True
+    session.start_mcp(config)
+    assert session.mcp is not None
+    await session.mcp.settled()
+    return session, recorder
 
 
 def run_p(
@@ -237,11 +250,7 @@ async def test_a_crash_and_a_hang_are_failed_results_and_nothing_is_left_running
         ]
     )
     store = SessionStore(tmp_path / "home")
-    session, recorder = await new_session(model, tmp_path, mode="autopilot", store=store)
-    session.permissions.policy.allow_all = True
-    session.start_mcp(config)
-    assert session.mcp is not None
-    await session.mcp.settled()
+    session, recorder = await with_servers(model, tmp_path, config, store=store)
     assert len(processes_with(marker)) == 2  # both servers run (the check below can fail)
     assert model.seen_tools == []
     await session.send_and_wait("go")
@@ -398,11 +407,7 @@ async def test_tokens_in_a_server_s_env_and_headers_never_reach_an_event(tmp_pat
         ]
     )
     store = SessionStore(tmp_path / "home")
-    session, recorder = await new_session(model, tmp_path, mode="autopilot", store=store)
-    session.permissions.policy.allow_all = True
-    session.start_mcp(config)
-    assert session.mcp is not None
-    await session.mcp.settled()
+    session, recorder = await with_servers(model, tmp_path, config, store=store)
     await session.send_and_wait("go")
     await session.close()
     done = recorder.of("tool.execution_complete")[0].data
@@ -424,11 +429,7 @@ async def test_a_server_s_changed_tool_list_is_offered_from_the_next_call(tmp_pa
             {"text": "done"},
         ]
     )
-    session, recorder = await new_session(model, tmp_path, mode="autopilot")
-    session.permissions.policy.allow_all = True
-    session.start_mcp(config)
-    assert session.mcp is not None
-    await session.mcp.settled()
+    session, recorder = await with_servers(model, tmp_path, config)
     await session.send_and_wait("grow")
     await session.close()
     assert "fake-sprout" not in model.seen_tools[0]
@@ -450,11 +451,7 @@ async def test_an_abort_during_a_hung_call_ends_the_turn_and_the_server_lives_on
             {"text": "ok"},
         ]
     )
-    session, recorder = await new_session(model, tmp_path, mode="autopilot")
-    session.permissions.policy.allow_all = True
-    session.start_mcp(config)
-    assert session.mcp is not None
-    await session.mcp.settled()
+    session, recorder = await with_servers(model, tmp_path, config)
     started = asyncio.Event()
     session.subscribe(lambda e: started.set() if e.type == "tool.execution_start" else None)
     outcome = session.send("hang")
@@ -478,11 +475,7 @@ async def test_progress_notifications_stream_as_partial_results(tmp_path: Path) 
         "arguments": {"duration": 1, "steps": 3},
     }
     model = scripted([{"tool_calls": [call]}, {"text": "done"}])
-    session, recorder = await new_session(model, tmp_path, mode="autopilot")
-    session.permissions.policy.allow_all = True
-    session.start_mcp(config)
-    assert session.mcp is not None
-    await session.mcp.settled()
+    session, recorder = await with_servers(model, tmp_path, config)
     await session.send_and_wait("go")
     await session.close()
     partial = [e.data.partial_output for e in recorder.of("tool.execution_partial_result")]  # type: ignore[attr-defined]
