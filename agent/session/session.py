@@ -88,7 +88,6 @@ if TYPE_CHECKING:  # the MCP SDK loads only when a session has servers
 log = logging.getLogger(__name__)
 
 
-
 # What opening a resumed session records (agent.session_open) and what the app changes
 # on open (the mode it starts in, the model picked): held until the session is used.
 OPENING_TYPES = (
@@ -540,10 +539,19 @@ class Session:
         from agent.extensions.mcp.servers import McpServers
 
         # The servers' tokens (env, headers) are masked like the environment's.
-        self.secrets = SecretMasker([*self.secrets.secrets, *config.secret_values()])
-        self.mcp = McpServers(config, self.emit, self.toolbox.refresh, self.secrets.text)
+        self._add_secrets(config.secret_values())
+        self.mcp = McpServers(
+            config,
+            self.emit,
+            self.toolbox.refresh,
+            lambda text: self.secrets.text(text),
+            self._add_secrets,
+        )
         self.toolbox.add_joining(self.mcp.tools)
         self.mcp.start()
+
+    def _add_secrets(self, secrets: list[str]) -> None:
+        self.secrets = SecretMasker([*self.secrets.secrets, *secrets])
 
     async def close(self) -> None:
         """Finish writing and release the log. Aborts a loop still running."""

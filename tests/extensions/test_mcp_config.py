@@ -157,6 +157,7 @@ def test_later_sources_win_and_disable_leaves_a_server_out(tmp_path: Path) -> No
     assert config.servers["a"].command == "inline"
     assert set(config.servers) == {"a", "c"}
     assert config.configured == {"a", "b", "c"}
+    assert list(config.disabled) == ["b"]  # kept: the session may enable it
     assert config.notices == ["--disable-mcp-server nope: no MCP server of that name"]
 
 

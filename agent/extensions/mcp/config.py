@@ -77,18 +77,25 @@ class McpConfig:
 
     servers: dict[str, McpServerConfig] = field(default_factory=dict)
     configured: set[str] = field(default_factory=set)
+    # Left out by --disable-mcp-server (or an SDK app's disabledMcpServers): not
+    # started, but a session may enable them.
+    disabled: dict[str, McpServerConfig] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
 
     def secret_values(self) -> list[str]:
         """What must never reach an event: every header's value, and the values of
         ``env`` variables named like secrets (``*TOKEN*``, ``*KEY*``…)."""
-        names = EnvFilter()
-        found: list[str] = []
-        for server in self.servers.values():
-            found += [v for k, v in server.env.items() if names.is_secret(k)]
-            found += list(server.headers.values())
-            found += [v.split(" ", 1)[1] for v in server.headers.values() if " " in v]
-        return [v for v in found if len(v.strip()) >= MIN_SECRET_LENGTH]
+        servers = [*self.servers.values(), *self.disabled.values()]
+        return [secret for server in servers for secret in server_secrets(server)]
+
+
+def server_secrets(server: McpServerConfig) -> list[str]:
+    """One server's values that must never reach an event (see McpConfig.secret_values)."""
+    names = EnvFilter()
+    found = [v for k, v in server.env.items() if names.is_secret(k)]
+    found += list(server.headers.values())
+    found += [v.split(" ", 1)[1] for v in server.headers.values() if " " in v]
+    return [v for v in found if len(v.strip()) >= MIN_SECRET_LENGTH]
 
 
 def copilot_config_path(env: Mapping[str, str]) -> Path:
@@ -125,7 +132,7 @@ def load_config(
     for name in disabled:
         if name not in config.configured:
             config.notices.append(f"--disable-mcp-server {name}: no MCP server of that name")
-        config.servers.pop(name, None)
+        _disable(config, name)
     return config
 
 
@@ -180,8 +187,14 @@ def from_sdk(servers: Any, disabled: Any = None) -> McpConfig:
     config = McpConfig()
     _merge(config, {"mcpServers": servers if isinstance(servers, dict) else {}}, "mcpServers", None)
     for name in disabled if isinstance(disabled, list) else []:
-        config.servers.pop(str(name), None)
+        _disable(config, str(name))
     return config
+
+
+def _disable(config: McpConfig, name: str) -> None:
+    server = config.servers.pop(name, None)
+    if server is not None:
+        config.disabled[name] = server
 
 
 def parse_server(name: str, entry: Any, env: Mapping[str, str] | None) -> McpServerConfig:

@@ -40,6 +40,7 @@ class McpConnection:
         self.status: McpServerStatus = "pending"
         self.error: str | None = None
         self.tools: list[Tool] = []  # those the config's allow-list offers
+        self.listed: list[Tool] = []  # every tool the server lists, offered or not
         self._on_change = on_change  # status or tools changed
         self._session: ClientSession | None = None
         self._stop = asyncio.Event()
@@ -148,7 +149,7 @@ class McpConnection:
                 f"no answer within {self.config.connect_timeout:g}s of starting"
             ) from None
         self._session = session
-        self.tools = [t for t in tools if self.config.offers(t.name)]
+        self._keep(tools)
         self._set("connected")
 
     def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -185,8 +186,12 @@ class McpConnection:
                 tools = await _all_tools(session)
         except Exception:  # the old list stays; the next call will tell if the server is gone
             return
-        self.tools = [t for t in tools if self.config.offers(t.name)]
+        self._keep(tools)
         self._on_change(self)
+
+    def _keep(self, tools: list[Tool]) -> None:
+        self.listed = tools
+        self.tools = [t for t in tools if self.config.offers(t.name)]
 
     # --- status ---------------------------------------------------------------------
 
@@ -198,6 +203,7 @@ class McpConnection:
     def _fail(self, error: str) -> None:
         self._session = None
         self.tools = []
+        self.listed = []
         self._set("failed", error)
 
     def _stderr_tail(self) -> str:

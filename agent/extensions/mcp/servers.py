@@ -7,12 +7,20 @@ from its next call. A server that fails, at start or later, is a
 ``session.mcp_server_status_changed`` with the error and a ``session.warning`` the log
 keeps; its tools leave, and a call already made to it fails with a message the model
 reads. :meth:`close` stops them all, child processes included.
+
+While the session runs, a server can be stopped, started (:meth:`start_server`, with
+another configuration if given), restarted, disabled or enabled for the session, and
+the whole configuration reloaded; :meth:`list_servers` and :meth:`list_tools` show
+them. Every change of status is a
+``session.mcp_server_status_changed``. These return once the server has stopped, or
+has been started (not yet connected: :meth:`ready` waits for that).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agent.events.base import EventData
@@ -23,12 +31,51 @@ from agent.events.mcp import (
     SessionMcpServerStatusChangedData,
 )
 from agent.events.session import SessionWarningData
-from agent.extensions.mcp.config import McpConfig
+from agent.extensions.mcp.config import McpConfig, McpServerConfig, server_secrets
 from agent.extensions.mcp.connection import McpConnection
 from agent.extensions.mcp.naming import tool_name
 from agent.extensions.mcp.tool import McpTool, mcp_tool
 
 WARNING_TYPE = "mcp"  # session.warning's warningType for MCP configuration and servers
+
+
+class McpControlError(Exception):
+    """A control request that cannot be done (no such server, not connected)."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerInfo:
+    """One configured server as ``/mcp`` and the SDK's ``session.mcp.list`` show it.
+    ``enabled_tools``: the tools its ``tools`` allow-list offers; ``disabled_tools``:
+    the ones it lists that the allow-list leaves out (both empty until connected)."""
+
+    name: str
+    status: McpServerStatus
+    transport: str
+    source: str
+    enabled: bool  # False: disabled for the session (or by --disable-mcp-server)
+    enabled_tools: tuple[str, ...]
+    disabled_tools: tuple[str, ...]
+    error: str | None  # the last failure, kept after a restart until it connects
+
+    @property
+    def tool_count(self) -> int:
+        return len(self.enabled_tools)
+
+    @property
+    def running(self) -> bool:
+        return self.status in ("connected", "pending")
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolInfo:
+    """One tool a connected server lists; ``offered_as``: the model's name for it
+    (None when the allow-list leaves it out)."""
+
+    name: str
+    description: str
+    enabled: bool
+    offered_as: str | None
 
 
 class McpServers:
@@ -38,49 +85,255 @@ class McpServers:
         emit: Callable[[EventData], Any],
         on_tools_changed: Callable[[], None] = lambda: None,
         mask: Callable[[str], str] = lambda text: text,
+        add_secrets: Callable[[list[str]], None] = lambda _secrets: None,
     ) -> None:
         self.config = config
         self._emit = emit
         self._mask = mask  # the session's secrets out of errors and notices
+        self._add_secrets = add_secrets  # a server configured later brings its own
         self.on_tools_changed = on_tools_changed
-        order = sorted(config.servers.values(), key=lambda s: s.transport != "stdio")
-        self.connections = [McpConnection(server, self._changed) for server in order]
+        # Every server the session knows, disabled ones included, local ones first.
+        self._configs: dict[str, McpServerConfig] = {}
+        self._disabled: set[str] = set()
+        self._configure(config)
+        self._connections: dict[str, McpConnection] = {}
+        self._errors: dict[str, str] = {}  # last failure per server
         self._reported: dict[str, McpServerStatus] = {}
         self._tools: list[McpTool] = []
         self._settled = asyncio.Event()
+        self._pulse = asyncio.Event()  # set, then replaced, at each change
+        self._loading = False  # session.mcp_servers_loaded is due when all have settled
         self._closing = False
+
+    @property
+    def connections(self) -> list[McpConnection]:
+        return list(self._connections.values())
 
     def start(self) -> None:
         """Each server's ``pending`` status, as Copilot sends it, then the servers start;
         ``session.mcp_servers_loaded`` follows once every one has connected or failed."""
         for notice in self.config.notices:
             self._emit(SessionWarningData(warning_type=WARNING_TYPE, message=self._mask(notice)))
-        if not self.connections:
-            self._settled.set()
-            return
-        for connection in self.connections:
-            self._report(connection)
-        for connection in self.connections:
-            connection.start()
+        self._loading = True
+        names = [n for n in self._configs if n not in self._disabled]
+        for name in names:
+            self._connections[name] = McpConnection(self._configs[name], self._changed)
+            self._report(self._connections[name])
+        for name in names:
+            self._connections[name].start()
+        self._check_settled()
 
     def tools(self) -> list[McpTool]:
         """The tools of the connected servers, by the names the model calls."""
         return list(self._tools)
 
     async def settled(self) -> None:
-        """Until every server has connected or failed (each within its own budget)."""
+        """Until no server is starting (each has its own budget)."""
         await self._settled.wait()
+
+    async def ready(self, name: str) -> McpServerInfo:
+        """Until ``name`` has connected or failed (or is not running); its state then."""
+        while (connection := self._connections.get(name)) and connection.status == "pending":
+            await self._pulse.wait()  # set at each change of any server
+        return self.info(name)
 
     async def close(self) -> None:
         """Stop every server. Quietly: the session has gone idle for the last time."""
         self._closing = True
         await asyncio.gather(*(c.stop() for c in self.connections), return_exceptions=True)
 
+    # --- looking ---------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        return list(self._configs)
+
+    def server_config(self, name: str) -> McpServerConfig:
+        return self._known(name)
+
+    def is_enabled(self, name: str) -> bool:
+        return name in self._configs and name not in self._disabled
+
+    def is_running(self, name: str) -> bool:
+        connection = self._connections.get(name)
+        return connection is not None and connection.status in ("connected", "pending")
+
+    def list_servers(self) -> list[McpServerInfo]:
+        """Every configured server, disabled ones included, in start order."""
+        return [self.info(name) for name in self._configs]
+
+    def info(self, name: str) -> McpServerInfo:
+        config = self._known(name)
+        connection = self._connections.get(name)
+        status: McpServerStatus
+        if name in self._disabled:
+            status = "disabled"
+        elif connection is None:
+            status = "stopped"
+        else:
+            status = connection.status
+        listed = connection.listed if connection is not None and status == "connected" else []
+        error = connection.error if connection is not None and connection.error else None
+        error = error or (None if status == "connected" else self._errors.get(name))
+        return McpServerInfo(
+            name=name,
+            status=status,
+            transport=config.transport,
+            source=config.source,
+            enabled=name not in self._disabled,
+            enabled_tools=tuple(t.name for t in listed if config.offers(t.name)),
+            disabled_tools=tuple(t.name for t in listed if not config.offers(t.name)),
+            error=self._mask(error) if error else None,
+        )
+
+    def list_tools(self, name: str) -> list[McpToolInfo]:
+        """The tools ``name`` lists (kept current by its ``tools/list_changed``);
+        McpControlError when it is not connected."""
+        self._known(name)
+        connection = self._connections.get(name)
+        if connection is None or connection.status != "connected":
+            status = self.info(name).status
+            raise McpControlError(f"MCP server {name} is {status}, not connected")
+        offered = {t.server_tool: t.name for t in self._tools if t.mcp_origin()[0] == name}
+        return [
+            McpToolInfo(
+                name=t.name,
+                description=t.description or t.title or "",
+                enabled=connection.config.offers(t.name),
+                offered_as=offered.get(t.name),
+            )
+            for t in connection.listed
+        ]
+
+    # --- control ---------------------------------------------------------------
+
+    async def stop(self, name: str) -> None:
+        """Stop ``name`` (its process too); its status becomes ``stopped``."""
+        self._known(name)
+        connection = self._connections.get(name)
+        if connection is not None:
+            await connection.stop()
+            if connection.status not in ("stopped", "failed"):
+                connection.status = "stopped"
+                self._changed(connection)
+        elif name not in self._disabled and self._reported.get(name) != "stopped":
+            self._report_status(name, "stopped")
+
+    async def start_server(self, name: str, config: McpServerConfig | None = None) -> None:
+        """Start ``name`` (enabling it for the session), with ``config`` when given
+        (a new server, or new settings for a known one: a running server restarts)."""
+        if config is None:
+            config = self._known(name)
+        elif config.name != name:
+            raise McpControlError(f"the configuration is for {config.name!r}, not {name!r}")
+        changed = self._configs.get(name) != config
+        if changed:
+            self._add_secrets(server_secrets(config))
+            self._configs[name] = config
+        self._disabled.discard(name)
+        if self.is_running(name):
+            if not changed:
+                return
+            await self.stop(name)
+        self._launch(name)
+
+    async def restart(self, name: str) -> None:
+        """Stop ``name`` if it runs, then start it again (enabled for the session)."""
+        self._known(name)
+        if self.is_running(name):
+            await self.stop(name)
+        self._disabled.discard(name)
+        self._launch(name)
+
+    async def disable(self, name: str) -> None:
+        """Stop ``name`` and keep it stopped for the session; status ``disabled``."""
+        self._known(name)
+        if name in self._disabled:
+            return
+        self._disabled.add(name)
+        connection = self._connections.pop(name, None)
+        if connection is not None:
+            await connection.stop()
+        self._report_status(name, "disabled")
+        self._refresh_tools()
+        self._check_settled()
+
+    async def enable(self, name: str) -> None:
+        """Undo :meth:`disable` (or ``--disable-mcp-server``): the server starts."""
+        self._known(name)
+        if name not in self._disabled and self.is_running(name):
+            return
+        self._disabled.discard(name)
+        self._launch(name)
+
+    async def reload(self, config: McpConfig) -> None:
+        """Take ``config`` (the files read again): servers gone from it stop and leave,
+        new ones start, changed ones restart, unchanged running ones are left alone.
+        Servers disabled for the session stay disabled; ``session.mcp_servers_loaded``
+        follows when all have settled."""
+        for notice in config.notices:
+            self._emit(SessionWarningData(warning_type=WARNING_TYPE, message=self._mask(notice)))
+        self._add_secrets(config.secret_values())
+        old = self._configs
+        session_disabled = {n for n in self._disabled if n not in self.config.disabled}
+        self.config = config
+        self._configs = {}
+        self._disabled = set()
+        self._configure(config)
+        self._disabled |= {n for n in session_disabled if n in self._configs}
+        for name in [n for n in old if n not in self._configs]:
+            connection = self._connections.pop(name, None)
+            if connection is not None:
+                await connection.stop()
+                self._report_status(name, "not_configured")
+            self._reported.pop(name, None)
+            self._errors.pop(name, None)
+        starting = []
+        for name, server in self._configs.items():
+            if name in self._disabled:
+                connection = self._connections.pop(name, None)
+                if connection is not None:
+                    await connection.stop()
+                if self._reported.get(name) != "disabled":
+                    self._report_status(name, "disabled")
+            elif old.get(name) != server or not self.is_running(name):
+                if self.is_running(name):
+                    await self.stop(name)
+                starting.append(name)
+        self._loading = True  # not before: the stops above must not count as settling
+        for name in starting:
+            self._launch(name)
+        self._refresh_tools()
+        self._check_settled()
+
     # --- changes -----------------------------------------------------------------
 
+    def _configure(self, config: McpConfig) -> None:
+        both = [*config.servers.values(), *config.disabled.values()]
+        for server in sorted(both, key=lambda s: s.transport != "stdio"):
+            self._configs[server.name] = server
+        self._disabled |= set(config.disabled)
+
+    def _known(self, name: str) -> McpServerConfig:
+        config = self._configs.get(name)
+        if config is None:
+            known = ", ".join(self._configs) or "none"
+            raise McpControlError(f"no MCP server named {name!r} (configured: {known})")
+        return config
+
+    def _launch(self, name: str) -> None:
+        connection = McpConnection(self._configs[name], self._changed)
+        self._connections[name] = connection
+        self._settled.clear()
+        self._report(connection)
+        connection.start()
+
     def _changed(self, connection: McpConnection) -> None:
-        if self._closing:
-            return
+        if self._closing or self._connections.get(connection.name) is not connection:
+            return  # a connection replaced (restart) or dropped (disable) says nothing
+        if connection.status == "failed" and connection.error:
+            self._errors[connection.name] = connection.error
+        elif connection.status == "connected":
+            self._errors.pop(connection.name, None)
         if self._reported.get(connection.name) != connection.status:
             self._report(connection)
             if connection.status == "failed":
@@ -92,28 +345,45 @@ class McpServers:
                         ),
                     )
                 )
-        if not self._settled.is_set() and all(c.status != "pending" for c in self.connections):
-            self._settled.set()
-            summaries = [self._summary(c) for c in self.connections]
-            self._emit(SessionMcpServersLoadedData(servers=summaries))
+        self._check_settled()
+        self._refresh_tools()
+
+    def _check_settled(self) -> None:
+        if any(c.status == "pending" for c in self._connections.values()):
+            self._settled.clear()
+            return
+        self._settled.set()
+        if self._loading:
+            self._loading = False
+            summaries = [self._summary(c) for c in self._connections.values()]
+            if summaries:
+                self._emit(SessionMcpServersLoadedData(servers=summaries))
+
+    def _refresh_tools(self) -> None:
         self._tools = self._offered()
         self.on_tools_changed()
 
     def _report(self, connection: McpConnection) -> None:
-        self._reported[connection.name] = connection.status
+        self._report_status(connection.name, connection.status, connection.error)
+
+    def _report_status(self, name: str, status: McpServerStatus, error: str | None = None) -> None:
+        self._reported[name] = status
+        self._pulse.set()
+        self._pulse = asyncio.Event()
+        config = self._configs.get(name)
         self._emit(
             SessionMcpServerStatusChangedData(
-                server_name=connection.name,
-                status=connection.status,
-                error=self._mask(connection.error) if connection.error else None,
-                config_source=connection.config.source,
+                server_name=name,
+                status=status,
+                error=self._mask(error) if error else None,
+                config_source=config.source if config is not None else None,
             )
         )
 
     def _offered(self) -> list[McpTool]:
         tools: list[McpTool] = []
         taken: set[str] = set()
-        for connection in self.connections:
+        for connection in self._connections.values():
             if connection.status != "connected":
                 continue
             for server_tool in connection.tools:
