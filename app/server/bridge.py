@@ -24,6 +24,7 @@ from agent.events.schema import (
     ToolRequest,
     UserMessageData,
 )
+from agent.extensions.mcp.config import EnvValueMode
 from agent.loop.hooks import LoopHooks, PromptDecision, ToolAfterword, ToolDecision
 from agent.permissions.rules import PermissionAnswer, PermissionPrompt
 from agent.session.session import Session
@@ -144,6 +145,7 @@ class HostedSession:
         self.connections: list[Connection] = []
         self.owner: Connection | None = None  # answers hooks; the last to attach
         self.hooks_enabled = False
+        self.mcp_env_mode: EnvValueMode = "direct"  # session.mcp.setEnvValueMode
         self._permissions: dict[str, asyncio.Future[PermissionAnswer]] = {}
         self.hooks = SdkHooks(self)
         session.hooks = self.hooks

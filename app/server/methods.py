@@ -3,8 +3,9 @@
 ``Runtime.handle`` answers one request; anything not in its table (the one list of
 every method served) is JSON-RPC -32601. The connection-level methods are here; a
 session's, by namespace, in ``methods_sessions`` (lifecycle and listing),
-``methods_messages`` (sending, history, the app's answers) and ``methods_state``
-(mode, plan, model, todos), all on :class:`~app.server.runtime_base.RuntimeBase`:
+``methods_messages`` (sending, history, the app's answers), ``methods_state``
+(mode, plan, model, todos) and ``methods_mcp`` (``session.mcp.*``), all on
+:class:`~app.server.runtime_base.RuntimeBase`:
 the sessions, shared by every connection (a TCP runtime can have several clients),
 each a :class:`~app.server.bridge.HostedSession`.
 """
@@ -23,6 +24,7 @@ from agent.log.store import SessionStore
 from agent.models.scripted import SCRIPTED_PREFIX, shipped_script_names
 from app.model_setup import SetupError, pick_model
 from app.server.bridge import HostedSession
+from app.server.methods_mcp import McpMethods
 from app.server.methods_messages import MessageMethods
 from app.server.methods_sessions import SessionMethods
 from app.server.methods_state import StateMethods
@@ -33,7 +35,7 @@ PROTOCOL_VERSION = 3
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 
 
-class Runtime(SessionMethods, MessageMethods, StateMethods):
+class Runtime(SessionMethods, MessageMethods, StateMethods, McpMethods):
     """Everything the server knows: its sessions, how to make new ones, and the
     table of the methods it serves."""
 
@@ -83,6 +85,8 @@ class Runtime(SessionMethods, MessageMethods, StateMethods):
             # The todo list (session.todos_changed is only a signal): its rows.
             "session.plan.readSqlTodos": self.todos_read,
             "session.plan.readSqlTodosWithDependencies": self.todos_read_with_dependencies,
+            # session.mcp.*: the session's MCP servers (app/server/methods_mcp.py).
+            **self.mcp_methods(),
         }
 
     # --- dispatch --------------------------------------------------------------

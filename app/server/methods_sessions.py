@@ -19,7 +19,7 @@ from agent.log.store import ForeignSession
 from agent.loop.compaction_settings import settings_from
 from agent.tools.external import ExternalToolSpec
 from app.server.bridge import HostedSession, SdkSession, ToolChoice
-from app.server.params import check_id, mcp_config, optional_str, required_str
+from app.server.params import check_id, env_value_mode, mcp_config, optional_str, required_str
 from app.server.rpc import INVALID_PARAMS, SERVER_ERROR, Connection, RpcError
 from app.server.runtime_base import RuntimeBase
 from app.server.user_input import user_input_asker
@@ -55,6 +55,7 @@ class SessionMethods(RuntimeBase):
             raise RpcError(SERVER_ERROR, str(exc)) from exc
         assert isinstance(created, SdkSession)
         hosted = HostedSession(created, choice)
+        hosted.mcp_env_mode = env_value_mode(params.get("envValueMode"))
         self.sessions[session_id] = hosted
         _take_questions(hosted, params)
         _apply_system_message(created, params.get("systemMessage"))
@@ -108,6 +109,7 @@ class SessionMethods(RuntimeBase):
             raise RpcError(SERVER_ERROR, str(exc)) from exc
         assert isinstance(resumed, SdkSession)
         hosted = HostedSession(resumed, choice)
+        hosted.mcp_env_mode = env_value_mode(params.get("envValueMode"))
         self.sessions[session_id] = hosted
         _take_questions(hosted, params)
         _apply_system_message(resumed, params.get("systemMessage"))

@@ -7,11 +7,12 @@ loopdeck's three.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 from agent.events.schema import Mode
-from agent.extensions.mcp.config import McpConfig, from_sdk
+from agent.extensions.mcp.config import EnvValueMode, McpConfig, from_sdk
 from app.server.rpc import INVALID_PARAMS, RpcError
 
 _MODES: tuple[Mode, ...] = ("interactive", "autopilot", "plan")
@@ -48,5 +49,17 @@ def mode_of(value: Any) -> Mode:
 
 
 def mcp_config(params: dict[str, Any]) -> McpConfig:
-    """The session's ``mcpServers`` (less ``disabledMcpServers``), as its app sent them."""
-    return from_sdk(params.get("mcpServers"), params.get("disabledMcpServers"))
+    """The session's ``mcpServers`` (less ``disabledMcpServers``), as its app sent them,
+    their values read as its ``envValueMode`` says."""
+    mode = env_value_mode(params.get("envValueMode", "direct"))
+    return from_sdk(
+        params.get("mcpServers"), params.get("disabledMcpServers"), mode=mode, host_env=os.environ
+    )
+
+
+def env_value_mode(value: Any) -> EnvValueMode:
+    if value == "direct" or value is None:
+        return "direct"
+    if value == "indirect":
+        return "indirect"
+    raise RpcError(INVALID_PARAMS, f"envValueMode must be direct or indirect, not {value!r}")

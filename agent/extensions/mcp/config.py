@@ -181,14 +181,63 @@ def _merge(config: McpConfig, raw: Any, where: str, env: Mapping[str, str] | Non
         config.servers[name] = server
 
 
-def from_sdk(servers: Any, disabled: Any = None) -> McpConfig:
-    """The ``mcpServers`` and ``disabledMcpServers`` of an SDK app's session. Its SDK
-    sends values as they are meant (``envValueMode: "direct"``): nothing is expanded."""
+EnvValueMode = Literal["direct", "indirect"]
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def from_sdk(
+    servers: Any,
+    disabled: Any = None,
+    *,
+    mode: EnvValueMode = "direct",
+    host_env: Mapping[str, str] | None = None,
+) -> McpConfig:
+    """The ``mcpServers`` and ``disabledMcpServers`` of an SDK app's session. The SDK
+    sends values as they are meant (``envValueMode: "direct"``): nothing is expanded.
+    ``"indirect"``: each ``env`` and ``headers`` value is a reference resolved from
+    ``host_env`` (see :func:`sdk_server`)."""
     config = McpConfig()
-    _merge(config, {"mcpServers": servers if isinstance(servers, dict) else {}}, "mcpServers", None)
+    raw = servers if isinstance(servers, dict) else {}
+    if mode == "indirect":
+        raw = {name: _indirect(entry, host_env or {}) for name, entry in raw.items()}
+    _merge(config, {"mcpServers": raw}, "mcpServers", None)
     for name in disabled if isinstance(disabled, list) else []:
         _disable(config, str(name))
     return config
+
+
+def sdk_server(
+    name: str,
+    entry: Any,
+    *,
+    mode: EnvValueMode = "direct",
+    host_env: Mapping[str, str] | None = None,
+) -> McpServerConfig:
+    """One server an SDK app sends (``session.mcp.startServer``). ``"direct"``: values
+    as sent. ``"indirect"``: an ``env`` or ``headers`` value that is a variable's name
+    (``GITHUB_TOKEN``) is that variable's value in ``host_env``; any other value has its
+    ``$VAR`` / ``${VAR}`` expanded, as in a config file. ValueError names a bad field."""
+    if mode == "indirect":
+        entry = _indirect(entry, host_env or {})
+    return parse_server(name, entry, None)
+
+
+def _indirect(entry: Any, host_env: Mapping[str, str]) -> Any:
+    if not isinstance(entry, dict):
+        return entry
+
+    def resolve(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if _NAME.match(value):
+            return host_env.get(value, "")
+        return expand(value, host_env)
+
+    resolved = dict(entry)
+    for key in ("env", "headers"):
+        if isinstance(entry.get(key), dict):
+            resolved[key] = {k: resolve(v) for k, v in entry[key].items()}
+    return resolved
 
 
 def _disable(config: McpConfig, name: str) -> None:

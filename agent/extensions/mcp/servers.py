@@ -221,28 +221,31 @@ class McpServers:
     async def start_server(self, name: str, config: McpServerConfig | None = None) -> None:
         """Start ``name`` (enabling it for the session), with ``config`` when given
         (a new server, or new settings for a known one: a running server restarts)."""
-        if config is None:
-            config = self._known(name)
-        elif config.name != name:
-            raise McpControlError(f"the configuration is for {config.name!r}, not {name!r}")
-        changed = self._configs.get(name) != config
-        if changed:
-            self._add_secrets(server_secrets(config))
-            self._configs[name] = config
-        self._disabled.discard(name)
+        changed = config is not None and self._configs.get(name) != config
+        self._take(name, config)
         if self.is_running(name):
             if not changed:
                 return
             await self.stop(name)
         self._launch(name)
 
-    async def restart(self, name: str) -> None:
-        """Stop ``name`` if it runs, then start it again (enabled for the session)."""
-        self._known(name)
+    async def restart(self, name: str, config: McpServerConfig | None = None) -> None:
+        """Stop ``name`` if it runs, then start it again (enabled for the session),
+        with ``config`` when given."""
+        self._take(name, config)
         if self.is_running(name):
             await self.stop(name)
-        self._disabled.discard(name)
         self._launch(name)
+
+    def _take(self, name: str, config: McpServerConfig | None) -> None:
+        if config is None:
+            self._known(name)
+        elif config.name != name:
+            raise McpControlError(f"the configuration is for {config.name!r}, not {name!r}")
+        elif self._configs.get(name) != config:
+            self._add_secrets(server_secrets(config))
+            self._configs[name] = config
+        self._disabled.discard(name)
 
     async def disable(self, name: str) -> None:
         """Stop ``name`` and keep it stopped for the session; status ``disabled``."""
@@ -279,6 +282,9 @@ class McpServers:
         self._configs = {}
         self._disabled = set()
         self._configure(config)
+        # Known servers keep their places (the /mcp list does not jump about).
+        known = [n for n in old if n in self._configs]
+        self._configs = {n: self._configs[n] for n in [*known, *self._configs]}
         self._disabled |= {n for n in session_disabled if n in self._configs}
         for name in [n for n in old if n not in self._configs]:
             connection = self._connections.pop(name, None)
