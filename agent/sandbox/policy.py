@@ -72,6 +72,17 @@ def default_hidden(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     return tuple(str(p) for p in paths)
 
 
+def server_caches(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """What a sandboxed MCP server may write beyond the workspace: npm's cache
+    (``~/.npm``, where ``npx`` unpacks packages) and the user's cache folder
+    (``$XDG_CACHE_HOME`` or ``~/.cache``: uv's, pip's, node-gyp's)."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    xdg = env.get("XDG_CACHE_HOME", "")
+    cache = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".cache"
+    return (home / ".npm", cache)
+
+
 @dataclass(frozen=True, slots=True)
 class Support:
     """What this kernel offers: Landlock's ABI version, or 0 and why not."""
@@ -230,6 +241,21 @@ class Sandbox:
             tmpdir,
             self.hidden(),
         )
+
+    def server_confinement(self) -> Confinement | None:
+        """How a local MCP server runs; None when unconfined (sandbox off or not
+        available). Whatever the agent's mode (a server outlives mode switches): it may
+        write in the workspace, the added directories (none in read-only mode), the
+        private temp directory, and the package caches ``npx`` and ``uvx`` fill
+        (:func:`server_caches`); it may connect (servers fetch, and npx downloads)."""
+        if not self.active:
+            return None
+        tmpdir = self.tmpdir()
+        caches = server_caches()
+        for cache in caches:
+            cache.mkdir(parents=True, exist_ok=True)  # Landlock allows only what exists
+        work = () if self.mode == "read-only" else (self.cwd, *self.add_dirs)
+        return Confinement("workspace-write", (*work, tmpdir, *caches), True, tmpdir, self.hidden())
 
     def tmpdir(self) -> Path:
         if self._tmpdir is None:

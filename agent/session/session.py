@@ -546,6 +546,8 @@ class Session:
             self.toolbox.refresh,
             lambda text: self.secrets.text(text),
             self._add_secrets,
+            # Local servers run in the bash tool's OS sandbox (agent.sandbox.policy).
+            lambda: self.sandbox.server_confinement() if self.sandbox else None,
         )
         self.toolbox.add_joining(self.mcp.tools)
         self.mcp.start()

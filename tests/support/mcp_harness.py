@@ -16,10 +16,14 @@ from tests.support.paths import ROOT
 SERVERS = Path(os.environ.get("LOOPDECK_MCP_SERVERS", ROOT / ".cache" / "mcp-servers"))
 TIME = SERVERS / "venv" / "bin" / "mcp-server-time"
 EVERYTHING = SERVERS / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+FILESYSTEM = SERVERS / "node" / "node_modules" / ".bin" / "mcp-server-filesystem"
 INSTALL = "install the MCP test servers with tests/support/mcp_servers.sh"
 needs_time = pytest.mark.skipif(not TIME.exists(), reason=f"no mcp-server-time: {INSTALL}")
 needs_everything = pytest.mark.skipif(
     not EVERYTHING.exists(), reason=f"no server-everything (needs node): {INSTALL}"
+)
+needs_filesystem = pytest.mark.skipif(
+    not FILESYSTEM.exists(), reason=f"no server-filesystem (needs node): {INSTALL}"
 )
 FAKE = [sys.executable, "-m", "tests.support.fake_mcp_server"]
 

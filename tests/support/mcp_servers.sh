@@ -14,8 +14,9 @@ python3 -m venv "$dest/venv"
 # The reference servers from npm (node 18 or newer).
 if command -v npm >/dev/null; then
     npm install --prefix "$dest/node" --no-audit --no-fund --silent \
-        '@modelcontextprotocol/server-everything@2026.8.31'
+        '@modelcontextprotocol/server-everything@2026.8.31' \
+        '@modelcontextprotocol/server-filesystem@2026.8.31'
 else
-    echo "mcp_servers.sh: npm not found; the tests that need server-everything will skip" >&2
+    echo "mcp_servers.sh: npm not found; the tests that need node servers will skip" >&2
 fi
 echo "MCP test servers installed in $dest"

@@ -55,6 +55,8 @@ class McpServerConfig:
     tools: tuple[str, ...] = ("*",)
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     source: Source = "user"
+    # loopdeck's own field: false runs a local server outside the OS sandbox.
+    sandbox: bool = True
 
     def offers(self, tool: str) -> bool:
         return "*" in self.tools or tool in self.tools
@@ -271,12 +273,16 @@ def parse_server(name: str, entry: Any, env: Mapping[str, str] | None) -> McpSer
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError("field 'cwd' must be a string")
+        sandbox = entry.get("sandbox", True)
+        if not isinstance(sandbox, bool):
+            raise ValueError(f"field 'sandbox' (loopdeck's) must be true or false, not {sandbox!r}")
         return McpServerConfig(
             transport="stdio",
             command=expand(command, env),
             args=tuple(expand(a, env) for a in _strings(entry, "args", [])),
             env={k: expand(v, env) for k, v in _mapping(entry, "env").items()},
             cwd=expand(cwd, env) if cwd else None,
+            sandbox=sandbox,
             **common,
         )
     url = entry.get("url")

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.events.mcp import McpServerStatus
 from agent.extensions.mcp.config import McpServerConfig
+from agent.sandbox.policy import Confinement
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -35,8 +39,10 @@ class McpConnection:
         self,
         config: McpServerConfig,
         on_change: Callable[[McpConnection], None],
+        confinement: Confinement | None = None,
     ) -> None:
         self.config = config
+        self.confinement = confinement  # a local server's OS sandbox; None: unconfined
         self.status: McpServerStatus = "pending"
         self.error: str | None = None
         self.tools: list[Tool] = []  # those the config's allow-list offers
@@ -157,11 +163,13 @@ class McpConnection:
         if config.transport == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
+            command, args, env = config.command, list(config.args), dict(config.env)
+            if self.confinement is not None:
+                argv = self.confinement.wrap([_resolve(config), *args])
+                command, args = argv[0], argv[1:]
+                env = {**self.confinement.env(), **env}  # its own TMPDIR, unless set
             params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env=dict(config.env) or None,
-                cwd=config.cwd,
+                command=command, args=args, env=env or None, cwd=config.cwd
             )
             return stdio_client(params, errlog=self._stderr)
         if config.transport == "sse":
@@ -224,6 +232,24 @@ def progress_line(done: float, total: float | None, message: str | None) -> str:
     """``3/10 Reading files`` (or ``3``, ``3/10``, ``Reading files``)."""
     amount = f"{done:g}/{total:g}" if total else f"{done:g}"
     return f"{amount} {message}" if message else amount
+
+
+def _resolve(config: McpServerConfig) -> str:
+    """The command's full path, as the sandbox's wrapper execs it (no PATH search);
+    FileNotFoundError when there is none."""
+    from mcp.client.stdio import get_default_environment
+
+    command = config.command
+    if "/" in command:
+        path = Path(config.cwd or ".") / command
+        if path.is_file():
+            return os.path.abspath(path)  # not resolved: a venv's python is a symlink
+        raise FileNotFoundError(command)
+    search = {**get_default_environment(), **config.env}.get("PATH")
+    found = shutil.which(command, path=search)
+    if found is None:
+        raise FileNotFoundError(command)
+    return found
 
 
 def _streamable_http(config: McpServerConfig) -> contextlib.AbstractAsyncContextManager[Any]:

@@ -35,6 +35,7 @@ from agent.extensions.mcp.config import McpConfig, McpServerConfig, server_secre
 from agent.extensions.mcp.connection import McpConnection
 from agent.extensions.mcp.naming import tool_name
 from agent.extensions.mcp.tool import McpTool, mcp_tool
+from agent.sandbox.policy import Confinement
 
 WARNING_TYPE = "mcp"  # session.warning's warningType for MCP configuration and servers
 
@@ -54,6 +55,7 @@ class McpServerInfo:
     transport: str
     source: str
     enabled: bool  # False: disabled for the session (or by --disable-mcp-server)
+    sandboxed: bool  # a local server running in the OS sandbox
     enabled_tools: tuple[str, ...]
     disabled_tools: tuple[str, ...]
     error: str | None  # the last failure, kept after a restart until it connects
@@ -86,11 +88,13 @@ class McpServers:
         on_tools_changed: Callable[[], None] = lambda: None,
         mask: Callable[[str], str] = lambda text: text,
         add_secrets: Callable[[list[str]], None] = lambda _secrets: None,
+        confine: Callable[[], Confinement | None] = lambda: None,
     ) -> None:
         self.config = config
         self._emit = emit
         self._mask = mask  # the session's secrets out of errors and notices
         self._add_secrets = add_secrets  # a server configured later brings its own
+        self._confine = confine  # the OS sandbox local servers run in (None: none)
         self.on_tools_changed = on_tools_changed
         # Every server the session knows, disabled ones included, local ones first.
         self._configs: dict[str, McpServerConfig] = {}
@@ -117,7 +121,7 @@ class McpServers:
         self._loading = True
         names = [n for n in self._configs if n not in self._disabled]
         for name in names:
-            self._connections[name] = McpConnection(self._configs[name], self._changed)
+            self._connections[name] = self._connection(name)
             self._report(self._connections[name])
         for name in names:
             self._connections[name].start()
@@ -180,6 +184,7 @@ class McpServers:
             transport=config.transport,
             source=config.source,
             enabled=name not in self._disabled,
+            sandboxed=connection is not None and connection.confinement is not None,
             enabled_tools=tuple(t.name for t in listed if config.offers(t.name)),
             disabled_tools=tuple(t.name for t in listed if not config.offers(t.name)),
             error=self._mask(error) if error else None,
@@ -326,8 +331,13 @@ class McpServers:
             raise McpControlError(f"no MCP server named {name!r} (configured: {known})")
         return config
 
+    def _connection(self, name: str) -> McpConnection:
+        config = self._configs[name]
+        sandboxed = config.transport == "stdio" and config.sandbox
+        return McpConnection(config, self._changed, self._confine() if sandboxed else None)
+
     def _launch(self, name: str) -> None:
-        connection = McpConnection(self._configs[name], self._changed)
+        connection = self._connection(name)
         self._connections[name] = connection
         self._settled.clear()
         self._report(connection)
