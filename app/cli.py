@@ -342,7 +342,7 @@ def _main(args_list: list[str]) -> int:
         parser.exit(EXIT_USAGE, f"loopdeck: --autopilot and --mode {args.mode} disagree\n")
     if not args.headless:
         _check_prompt_words(parser, args.prompt_words, explicit="--" in args_list)
-        _check_rules(parser, args)
+        _check_rules(parser, args, cwd)
 
     if args.headless:
         from app.server.main import run_server
@@ -365,8 +365,10 @@ def _main(args_list: list[str]) -> int:
     _check_home(parser)
     if not need_terminal("loopdeck", 'for one answer without the app: loopdeck -p "…"'):
         return EXIT_USAGE
+    from app.mcp_setup import ask_workspace_trust
     from app.tui import run_tui
 
+    ask_workspace_trust(cwd)  # the workspace's MCP servers: asked once per folder
     return run_tui(args, cwd)
 
 
@@ -410,7 +412,7 @@ def _check_prompt_words(
         )
 
 
-def _check_rules(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def _check_rules(parser: argparse.ArgumentParser, args: argparse.Namespace, cwd: Path) -> None:
     """Unknown rule kinds are a usage error before anything opens (the app included)."""
     allow, deny = args.allow_tool, args.deny_tool
     if not allow and not deny:
@@ -419,7 +421,7 @@ def _check_rules(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     from agent.tools.registry import rule_tool_names
     from app.mcp_setup import mcp_config
 
-    servers = mcp_config(args).configured  # rules may name an MCP server
+    servers = mcp_config(args, cwd).configured  # rules may name an MCP server
     try:
         PermissionPolicy.from_flags(allow, deny, tools=rule_tool_names(), servers=servers)
     except RuleError as exc:

@@ -123,7 +123,7 @@ async def open_session(
     from app.sandbox_setup import SandboxSetupError, sandbox_setup
 
     store = SessionStore(loopdeck_home())
-    mcp = mcp_config(args)
+    mcp = mcp_config(args, cwd)
     policy, extra_dirs = permission_setup(args, mcp.configured)
     try:
         sandbox, env_filter = sandbox_setup(args)

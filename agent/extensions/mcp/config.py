@@ -3,7 +3,9 @@
 Where it comes from, lowest precedence first (a later source's server of the same
 name replaces an earlier one's): Copilot's ``~/.copilot/mcp-config.json`` (under
 ``$COPILOT_HOME`` when set), loopdeck's own ``mcp-config.json`` in its config folder,
-then each ``--additional-mcp-config`` (inline JSON or ``@file``) in order.
+the workspace's ``.mcp.json`` and ``.github/mcp.json`` files (when the caller loads
+them: see agent.extensions.mcp.workspace), then each ``--additional-mcp-config``
+(inline JSON or ``@file``) in order.
 ``--disable-mcp-server NAME`` leaves a server out.
 
 A bad entry is skipped with a notice naming the server and the field; a bad file is a
@@ -12,6 +14,7 @@ notice naming the file; neither stops anything else.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -114,14 +117,19 @@ def load_config(
     own_config: Path | None = None,
     additional: Sequence[str] = (),
     disabled: Sequence[str] = (),
+    workspace: Sequence[Path] = (),
 ) -> McpConfig:
-    """Every source merged; ``own_config`` is loopdeck's ``mcp-config.json``."""
+    """Every source merged; ``own_config`` is loopdeck's ``mcp-config.json``;
+    ``workspace``: the workspace's files to load, farthest first."""
     config = McpConfig()
     files = [copilot_config_path(env)]
     if own_config is not None:
         files.append(own_config)
     for path in files:
         _merge(config, _read_file(path, config.notices, required=False), str(path), env)
+    for path in workspace:
+        raw = _read_file(path, config.notices, required=False)
+        _merge(config, raw, f'workspace MCP config "{path}"', env, source="workspace")
     for text in additional:
         where = "--additional-mcp-config"
         if text.startswith("@"):
@@ -159,7 +167,13 @@ def _parse(text: str, where: str, notices: list[str]) -> Any:
         return None
 
 
-def _merge(config: McpConfig, raw: Any, where: str, env: Mapping[str, str] | None) -> None:
+def _merge(
+    config: McpConfig,
+    raw: Any,
+    where: str,
+    env: Mapping[str, str] | None,
+    source: Source = "user",
+) -> None:
     if raw is None:
         return
     servers = raw.get("mcpServers") if isinstance(raw, dict) else None
@@ -180,7 +194,7 @@ def _merge(config: McpConfig, raw: Any, where: str, env: Mapping[str, str] | Non
             config.notices.append(f"{where}: MCP server {name!r}: {exc}; skipped")
             config.servers.pop(name, None)  # a broken override must not run the old entry
             continue
-        config.servers[name] = server
+        config.servers[name] = dataclasses.replace(server, source=source)
 
 
 EnvValueMode = Literal["direct", "indirect"]
