@@ -549,7 +549,7 @@ class Session:
             # Local servers run in the bash tool's OS sandbox (agent.sandbox.policy).
             lambda: self.sandbox.server_confinement() if self.sandbox else None,
         )
-        self.toolbox.add_joining(self.mcp.tools)
+        self.toolbox.add_joining(self.mcp.tools, self.mcp.gone)
         self.mcp.start()
 
     def _add_secrets(self, secrets: list[str]) -> None:

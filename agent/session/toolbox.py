@@ -8,7 +8,7 @@ SDK app's resume with other ``tools``). Plan mode offers the read-only tools and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from agent.events.schema import Mode
 from agent.session.plan_mode import plan_registry
@@ -32,6 +32,7 @@ class ModeToolbox:
         # Tools that join and leave while the session runs (MCP servers'): asked anew
         # on each refresh, added after the factory's, whose names win.
         self._joining: Callable[[], Sequence[Tool]] = lambda: ()
+        self._gone: Callable[[], Mapping[str, str]] = dict  # joined, then left: why
 
     def registry(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
@@ -42,6 +43,9 @@ class ModeToolbox:
                     registry.register(tool)
             if mode == "plan":  # read-only, whatever the factory offers
                 registry = plan_registry(registry, self._exit_plan)
+            for name, why in self._gone().items():
+                if name not in registry:
+                    registry.mark_gone(name, why)
             self._registries[mode] = registry
         return registry
 
@@ -60,9 +64,15 @@ class ModeToolbox:
         self._registries.clear()
         self._prompts.clear()
 
-    def add_joining(self, tools: Callable[[], Sequence[Tool]]) -> None:
-        """Offer ``tools()`` too, asked again at each :meth:`refresh`."""
+    def add_joining(
+        self,
+        tools: Callable[[], Sequence[Tool]],
+        gone: Callable[[], Mapping[str, str]] = dict,
+    ) -> None:
+        """Offer ``tools()`` too, asked again at each :meth:`refresh`; a call to one of
+        ``gone()`` (offered before, not now) fails with the reason it gives."""
         self._joining = tools
+        self._gone = gone
         self.refresh()
 
     def use_factory(self, factory: RegistryFactory) -> None:

@@ -27,8 +27,14 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         # Building a JSON schema costs milliseconds; the loop asks every turn.
         self._schemas: list[dict[str, Any]] | None = None
+        # Tools offered before and gone since (an MCP server that went down): what a
+        # call to one says instead of "unknown tool".
+        self._gone: dict[str, str] = {}
         for tool in tools:
             self.register(tool)
+
+    def mark_gone(self, name: str, why: str) -> None:
+        self._gone[name] = why
 
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:
@@ -88,6 +94,8 @@ async def execute(
     asyncio.CancelledError is not an Exception, so cancellation still propagates.
     """
     tool = registry.get(name)
+    if tool is None and name in registry._gone:
+        return ToolResult.failure(registry._gone[name])
     if tool is None:
         available = ", ".join(registry.names()) or "none"
         return ToolResult.failure(f"unknown tool {name!r}; available tools: {available}")

@@ -4,8 +4,13 @@ and the processes a test's servers left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +60,42 @@ def processes_with(marker: str) -> list[int]:
         except OSError:
             continue  # gone, or not ours to read
     return found
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], deadline: float = 60.0) -> None:
+    """Until the server accepts connections (it is up), or it has exited."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+    """A server process listening on 127.0.0.1:``port`` for the block's length."""
+    process = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_listening(port, process)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 
 STOP_TIMEOUT = 10.0  # seconds: the SDK closes stdin, waits, then kills the process tree
 _STDERR_TAIL = 600  # characters of a failed server's stderr quoted in its error
+# Lines on stdout that are not JSON-RPC are dropped, as Copilot drops them (banners,
+# stray prints); this many before the handshake is done: the program is no MCP server.
+GARBAGE_LIMIT = 100
+_SAMPLE = 120  # characters of such a line quoted in an error
 
 
 class McpCallError(Exception):
@@ -52,6 +57,8 @@ class McpConnection:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._relisting: asyncio.Task[None] | None = None  # after tools/list_changed
+        self.garbage = 0  # lines on stdout that were not JSON-RPC
+        self._garbage_sample = ""
         # Lives as long as the server, closed by stop().
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
 
@@ -134,7 +141,7 @@ class McpConnection:
             raise
         except BaseException as exc:  # an ExceptionGroup from the SDK's task groups included
             if not self._stop.is_set():
-                self._fail(_describe(exc, self.config) + self._stderr_tail())
+                self._fail(_describe(exc, self.config) + self._garbage_note() + self._stderr_tail())
         finally:
             self._session = None
 
@@ -171,6 +178,7 @@ class McpConnection:
             params = StdioServerParameters(
                 command=command, args=args, env=env or None, cwd=config.cwd
             )
+            logging.getLogger("mcp.client.stdio").addFilter(_QUIET)  # once: a set
             return stdio_client(params, errlog=self._stderr)
         if config.transport == "sse":
             from mcp.client.sse import sse_client
@@ -181,6 +189,9 @@ class McpConnection:
     async def _on_message(self, message: Any) -> None:
         from mcp.types import ToolListChangedNotification
 
+        if isinstance(message, Exception):  # a line that is not JSON-RPC: dropped
+            self._garbled(message)
+            return
         if isinstance(message, ToolListChangedNotification) and self._session is not None:
             # Listed in a task of its own: the handler runs in the SDK's receive loop.
             self._relisting = asyncio.get_running_loop().create_task(self._relist())
@@ -200,6 +211,26 @@ class McpConnection:
     def _keep(self, tools: list[Tool]) -> None:
         self.listed = tools
         self.tools = [t for t in tools if self.config.offers(t.name)]
+
+    def _garbled(self, exc: Exception) -> None:
+        self.garbage += 1
+        if not self._garbage_sample:
+            self._garbage_sample = _bad_line(exc)
+        task = self._task
+        if self.status == "pending" and self.garbage >= GARBAGE_LIMIT and task is not None:
+            self._fail(
+                f"it writes text that is not JSON-RPC on stdout ({self.garbage} lines, "
+                f"the first: {self._garbage_sample!r}); is it an MCP server speaking stdio?"
+            )
+            task.cancel()  # its process stops with the transport
+
+    def _garbage_note(self) -> str:
+        if not self.garbage:
+            return ""
+        return (
+            f" (it wrote {self.garbage} lines that are not JSON-RPC on stdout, "
+            f"the first: {self._garbage_sample!r})"
+        )
 
     # --- status ---------------------------------------------------------------------
 
@@ -277,6 +308,28 @@ async def _all_tools(session: ClientSession) -> list[Tool]:
         result = await session.list_tools(params=PaginatedRequestParams(cursor=result.next_cursor))
         tools.extend(result.tools)
     return tools
+
+
+def _bad_line(exc: Exception) -> str:
+    """The line a parse error was about (the SDK's error carries it), shortened."""
+    errors = getattr(exc, "errors", None)
+    line: Any = None
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            line = errors()[0].get("input")
+    text = line if isinstance(line, str) else str(exc)
+    return text if len(text) <= _SAMPLE else text[:_SAMPLE] + "…"
+
+
+class _DropParseErrors(logging.Filter):
+    """The SDK logs each line that is not JSON-RPC, with a traceback, where the
+    terminal would show it: the connection counts them instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Failed to parse JSONRPC" not in record.getMessage()
+
+
+_QUIET = _DropParseErrors()
 
 
 def _leaf(exc: BaseException) -> BaseException:

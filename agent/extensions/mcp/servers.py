@@ -104,6 +104,7 @@ class McpServers:
         self._errors: dict[str, str] = {}  # last failure per server
         self._reported: dict[str, McpServerStatus] = {}
         self._tools: list[McpTool] = []
+        self._gone: dict[str, str] = {}  # a tool's name -> its server, once it has left
         self._settled = asyncio.Event()
         self._pulse = asyncio.Event()  # set, then replaced, at each change
         self._loading = False  # session.mcp_servers_loaded is due when all have settled
@@ -376,8 +377,32 @@ class McpServers:
                 self._emit(SessionMcpServersLoadedData(servers=summaries))
 
     def _refresh_tools(self) -> None:
+        before = {t.name: t.mcp_origin()[0] for t in self._tools}
         self._tools = self._offered()
+        now = {t.name for t in self._tools}
+        self._gone.update({n: server for n, server in before.items() if n not in now})
+        for name in now:
+            self._gone.pop(name, None)
         self.on_tools_changed()
+
+    def gone(self) -> dict[str, str]:
+        """The tools offered before and not now, each with what a call to it says:
+        that its server is down (not that no such tool exists)."""
+        said: dict[str, str] = {}
+        for name, server in self._gone.items():
+            if server not in self._configs:
+                said[name] = f"MCP server {server} was removed from the configuration"
+                continue
+            info = self.info(server)
+            if info.status == "connected":
+                said[name] = f"MCP server {server} no longer offers this tool"
+                continue
+            why = f": {info.error}" if info.status == "failed" and info.error else ""
+            said[name] = (
+                f"MCP server {server} is down ({info.status}{why}); "
+                "its tools cannot be called until it is restarted"
+            )
+        return said
 
     def _report(self, connection: McpConnection) -> None:
         self._report_status(connection.name, connection.status, connection.error)
