@@ -5,6 +5,7 @@ a ``session.mcp_server_status_changed``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -208,3 +209,15 @@ async def test_a_server_started_later_has_its_secrets_masked(tmp_path: Path) -> 
     text = json.dumps([e.data.model_dump() for e in recorder.events])
     assert "leaky" in text and token not in text
     await session.close()
+
+
+async def test_two_restarts_at_once_leave_one_process(tmp_path: Path) -> None:
+    marker = f"LOOPDECK_TEST_{uuid.uuid4().hex}"
+    session, servers, _ = await started(
+        tmp_path, config_of({"fake": fake_server(env={marker: "1"})})
+    )
+    await asyncio.gather(servers.restart("fake"), servers.restart("fake"))
+    assert (await servers.ready("fake")).status == "connected"
+    assert len(processes_with(marker)) == 1
+    await session.close()
+    assert processes_with(marker) == []

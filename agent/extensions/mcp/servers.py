@@ -109,6 +109,9 @@ class McpServers:
         self._pulse = asyncio.Event()  # set, then replaced, at each change
         self._loading = False  # session.mcp_servers_loaded is due when all have settled
         self._closing = False
+        # One control request at a time: two restarts at once would start two
+        # processes and lose track of one.
+        self._control = asyncio.Lock()
 
     @property
     def connections(self) -> list[McpConnection]:
@@ -144,8 +147,9 @@ class McpServers:
 
     async def close(self) -> None:
         """Stop every server. Quietly: the session has gone idle for the last time."""
-        self._closing = True
-        await asyncio.gather(*(c.stop() for c in self.connections), return_exceptions=True)
+        self._closing = True  # a control request under way starts nothing more
+        async with self._control:
+            await asyncio.gather(*(c.stop() for c in self.connections), return_exceptions=True)
 
     # --- looking ---------------------------------------------------------------
 
@@ -214,6 +218,10 @@ class McpServers:
 
     async def stop(self, name: str) -> None:
         """Stop ``name`` (its process too); its status becomes ``stopped``."""
+        async with self._control:
+            await self._stop_one(name)
+
+    async def _stop_one(self, name: str) -> None:
         self._known(name)
         connection = self._connections.get(name)
         if connection is not None:
@@ -227,21 +235,23 @@ class McpServers:
     async def start_server(self, name: str, config: McpServerConfig | None = None) -> None:
         """Start ``name`` (enabling it for the session), with ``config`` when given
         (a new server, or new settings for a known one: a running server restarts)."""
-        changed = config is not None and self._configs.get(name) != config
-        self._take(name, config)
-        if self.is_running(name):
-            if not changed:
-                return
-            await self.stop(name)
-        self._launch(name)
+        async with self._control:
+            changed = config is not None and self._configs.get(name) != config
+            self._take(name, config)
+            if self.is_running(name):
+                if not changed:
+                    return
+                await self._stop_one(name)
+            self._launch(name)
 
     async def restart(self, name: str, config: McpServerConfig | None = None) -> None:
         """Stop ``name`` if it runs, then start it again (enabled for the session),
         with ``config`` when given."""
-        self._take(name, config)
-        if self.is_running(name):
-            await self.stop(name)
-        self._launch(name)
+        async with self._control:
+            self._take(name, config)
+            if self.is_running(name):
+                await self._stop_one(name)
+            self._launch(name)
 
     def _take(self, name: str, config: McpServerConfig | None) -> None:
         if config is None:
@@ -255,30 +265,36 @@ class McpServers:
 
     async def disable(self, name: str) -> None:
         """Stop ``name`` and keep it stopped for the session; status ``disabled``."""
-        self._known(name)
-        if name in self._disabled:
-            return
-        self._disabled.add(name)
-        connection = self._connections.pop(name, None)
-        if connection is not None:
-            await connection.stop()
-        self._report_status(name, "disabled")
-        self._refresh_tools()
-        self._check_settled()
+        async with self._control:
+            self._known(name)
+            if name in self._disabled:
+                return
+            self._disabled.add(name)
+            connection = self._connections.pop(name, None)
+            if connection is not None:
+                await connection.stop()
+            self._report_status(name, "disabled")
+            self._refresh_tools()
+            self._check_settled()
 
     async def enable(self, name: str) -> None:
         """Undo :meth:`disable` (or ``--disable-mcp-server``): the server starts."""
-        self._known(name)
-        if name not in self._disabled and self.is_running(name):
-            return
-        self._disabled.discard(name)
-        self._launch(name)
+        async with self._control:
+            self._known(name)
+            if name not in self._disabled and self.is_running(name):
+                return
+            self._disabled.discard(name)
+            self._launch(name)
 
     async def reload(self, config: McpConfig) -> None:
         """Take ``config`` (the files read again): servers gone from it stop and leave,
         new ones start, changed ones restart, unchanged running ones are left alone.
         Servers disabled for the session stay disabled; ``session.mcp_servers_loaded``
         follows when all have settled."""
+        async with self._control:
+            await self._reload(config)
+
+    async def _reload(self, config: McpConfig) -> None:
         for notice in config.notices:
             self._emit(SessionWarningData(warning_type=WARNING_TYPE, message=self._mask(notice)))
         self._add_secrets(config.secret_values())
@@ -309,7 +325,7 @@ class McpServers:
                     self._report_status(name, "disabled")
             elif old.get(name) != server or not self.is_running(name):
                 if self.is_running(name):
-                    await self.stop(name)
+                    await self._stop_one(name)
                 starting.append(name)
         self._loading = True  # not before: the stops above must not count as settling
         for name in starting:
@@ -338,6 +354,8 @@ class McpServers:
         return McpConnection(config, self._changed, self._confine() if sandboxed else None)
 
     def _launch(self, name: str) -> None:
+        if self._closing:
+            return  # the session is closing: nothing starts that nothing would stop
         connection = self._connection(name)
         self._connections[name] = connection
         self._settled.clear()
