@@ -73,7 +73,8 @@ def tools_word(row: ServerRow) -> str:
 
 def row_line(row: ServerRow, name_width: int) -> Text:
     """One server as a line: status, name, transport, source, tools."""
-    line = status_text(row.status)
+    line = Text()
+    line.append_text(status_text(row.status))
     line.pad_right(13 - line.cell_len)
     line.append(row.name.ljust(name_width), style="bold")
     line.append(f"  {row.transport:<5}  {row.source:<9}", style="dim")
@@ -83,12 +84,17 @@ def row_line(row: ServerRow, name_width: int) -> Text:
     return line
 
 
+def counts(rows: Sequence[ServerRow]) -> str:
+    """``2 connected, 1 failed``."""
+    by_status: dict[str, int] = {}
+    for row in rows:
+        by_status[row.status] = by_status.get(row.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in by_status.items())
+
+
 def summary(rows: Sequence[ServerRow]) -> str:
     """``3 servers: 2 connected, 1 failed``."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.status] = counts.get(row.status, 0) + 1
-    told = ", ".join(f"{n} {status}" for status, n in counts.items())
+    told = counts(rows)
     return f"{len(rows)} server{'' if len(rows) == 1 else 's'}" + (f": {told}" if told else "")
 
 
@@ -98,7 +104,7 @@ def details(row: ServerRow) -> Text:
     text.append(row.name, style="bold")
     text.append("  ")
     text.append_text(status_text(row.status))
-    text.append(f" · {row.transport} · configured in {row.source}", style="dim")
+    text.append(f" · {row.transport} · source {row.source}", style="dim")
     if row.error:
         text.append("\nlast error: ", style="bold red")
         text.append(row.error)
@@ -138,7 +144,8 @@ class McpScreen(ModalScreen[str | None]):
     }
     #mcp-servers { height: auto; max-height: 10; margin: 1 0; }
     #mcp-details { height: auto; max-height: 12; }
-    #mcp-note { height: auto; margin: 1 0 0 0; }
+    #mcp-note { height: auto; margin: 1 0 0 0; display: none; }
+    #mcp-keys { margin: 1 0 0 0; }
     """
 
     def __init__(
@@ -161,7 +168,7 @@ class McpScreen(ModalScreen[str | None]):
             yield OptionList(id="mcp-servers")
             yield Static(id="mcp-details")
             yield Static(id="mcp-note")
-            yield Static(KEYS_HELP, classes="dim")
+            yield Static(KEYS_HELP, id="mcp-keys", classes="dim")
 
     def on_mount(self) -> None:
         self.reload()
@@ -186,13 +193,15 @@ class McpScreen(ModalScreen[str | None]):
             listed.highlighted = at
             self.selected = names[at]
         title = Text("MCP servers", style="bold")
-        title.append(f"  {summary(self.shown)}" if self.shown else "  none configured", "dim")
+        title.append(f" · {counts(self.shown)}" if self.shown else " · none configured", "dim")
         self.query_one("#mcp-title", Static).update(title)
         self._show_details()
 
     def note(self, text: str) -> None:
         """A line under the details: what a restart or a disable came to."""
-        self.query_one("#mcp-note", Static).update(Text(text, style="italic"))
+        shown = self.query_one("#mcp-note", Static)
+        shown.update(Text(text, style="italic"))
+        shown.display = True
 
     @on(OptionList.OptionHighlighted)
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:

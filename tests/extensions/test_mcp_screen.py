@@ -100,7 +100,7 @@ async def test_a_killed_server_shows_in_the_status_bar_and_r_restarts_it_from_th
         assert isinstance(screen, McpScreen)
         await pilot.pause()
         shown = text_of(screen)
-        assert "2 servers: 1 failed, 1 connected" in shown
+        assert "MCP servers · 1 failed, 1 connected" in shown
         assert "time" in shown and "everything" in shown and "2 of " in shown
         assert screen.selected == "time"  # local servers in order: time first
         assert "last error: the server exited" in shown
