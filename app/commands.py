@@ -413,9 +413,7 @@ REGISTRY: tuple[Command, ...] = (
     Command("add-dir", "let tools work in another folder too", _add_dir, "<path>"),
     Command("cwd", "show the working directory", _cwd),
     Command("instructions", "which instruction files were loaded", _instructions),
-    Command(
-        "mcp", "MCP servers: status, tools; restart, disable, enable", _mcp, "[show|list|…] [name]"
-    ),
+    Command("mcp", "MCP servers: show, list; restart, disable, enable NAME", _mcp, "[command]"),
     Command("exit", "quit loopdeck", _exit),
 )
 _BY_NAME = {c.name: c for c in REGISTRY}
