@@ -260,7 +260,7 @@ async def _watched(stack: contextlib.AsyncExitStack, read: Any, gone: asyncio.Ev
 
     async def relay() -> None:
         try:
-            async with sink:
+            async with read, sink:
                 async for item in read:
                     await sink.send(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
