@@ -76,6 +76,9 @@ STATUS_EVENTS = frozenset(
         # The context's fill: after a compaction or /clear too, not only before a call.
         "session.usage_info",
         "session.compaction_complete",
+        # An MCP server going down or coming back: the line's "mcp 3/4".
+        "session.mcp_server_status_changed",
+        "session.mcp_servers_loaded",
     }
 )
 

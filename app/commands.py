@@ -384,6 +384,12 @@ async def _instructions(app: CommandHost, _: str) -> None:
     app.say("Instruction files in the system prompt:\n" + "\n".join(f"  {p}" for p in found))
 
 
+async def _mcp(app: CommandHost, arg: str) -> None:
+    from app.mcp_command import mcp_command  # the screen's widgets load when first used
+
+    await mcp_command(app, arg)
+
+
 async def _exit(app: CommandHost, _: str) -> None:
     await app.action_quit()
 
@@ -407,6 +413,7 @@ REGISTRY: tuple[Command, ...] = (
     Command("add-dir", "let tools work in another folder too", _add_dir, "<path>"),
     Command("cwd", "show the working directory", _cwd),
     Command("instructions", "which instruction files were loaded", _instructions),
+    Command("mcp", "MCP servers: show, list; restart, disable, enable NAME", _mcp, "[command]"),
     Command("exit", "quit loopdeck", _exit),
 )
 _BY_NAME = {c.name: c for c in REGISTRY}

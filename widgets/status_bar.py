@@ -62,7 +62,7 @@ class StatusBar(Static):
         gives way first (session id 10, model's provider 20, sandbox word 25, nudge word
         30, sandbox 35, turn count 40, context use 45, model cut 50, model 60, cost 70,
         mode 80); state,
-        tokens, queued, note and a missing sandbox never shrink."""
+        tokens, an MCP server down, queued, note and a missing sandbox never shrink."""
         t = self.transcript
         # The state leads: should even the shortest forms not fit, the line is cut at
         # its end, and "working"/"idle" is what must stay visible.
@@ -79,6 +79,9 @@ class StatusBar(Static):
             parts.append(Segment.shrinking(cost(t.cost), (70, "")))
         if self.sandbox:
             parts.append(self._sandbox_segment())
+        mcp = t.mcp.down_summary() if t else None
+        if mcp:  # a server is down: short, and never gives way
+            parts.append(Segment.fixed(Text(mcp, style="bold red")))
         if self.queued:
             parts.append(Segment.fixed(f"{self.queued} queued"))
         if self.note:

@@ -92,7 +92,7 @@ def card_renderable(block: ToolCallBlock, *, expanded: bool, frame: int = 0) -> 
     # progress): don't say it twice.
     quiet = block.name in QUIET_TOOLS and block.status == "success"
     args = "" if quiet else summarize_arguments(block.name, block.arguments)
-    head = Text.assemble((f"{glyph} ", f"bold {_status_style(block.status)}"), (block.name, "bold"))
+    head = Text.assemble((f"{glyph} ", f"bold {_status_style(block.status)}"), *_title(block))
     if args:
         head.append(f"  {args}", style="italic")
     took = duration(block.duration)
@@ -128,6 +128,15 @@ def card_renderable(block: ToolCallBlock, *, expanded: bool, frame: int = 0) -> 
         more = Text(f"… {hidden} more lines (enter to expand)", style="dim italic")
         body.append(_indented(more))
     return Group(head, *body)
+
+
+def _title(block: ToolCallBlock) -> list[tuple[str, str]]:
+    """The tool's name; an MCP tool's server first (``time ⇄ get_current_time``: the
+    glyph of the MCP rows), as the model's ``time-get_current_time`` hides which is which."""
+    if block.mcp_server:
+        tool = block.mcp_tool or block.name
+        return [(block.mcp_server, "bold cyan"), (" ⇄ ", "dim"), (tool, "bold")]
+    return [(block.name, "bold")]
 
 
 def _full_output(block: ToolCallBlock) -> list[RenderableType]:

@@ -169,6 +169,9 @@ class ToolCallBlock:
     permission: str | None = None  # "requested", then the result kind ("approved"...)
     turn_number: int | None = None  # the owning turn; None for a detached call
     subagent: Subagent | None = None  # the sub-agent this call ran (agent/transcript/subagents.py)
+    # An MCP server's tool: the server and the tool's own name on it (the card shows them).
+    mcp_server: str | None = None
+    mcp_tool: str | None = None
 
     @property
     def duration(self) -> float | None:

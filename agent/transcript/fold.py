@@ -276,7 +276,11 @@ class Transcript(TranscriptState):
                     self._new_id(), "info", message, subtype=event.type, timestamp=ts
                 )
                 changes = [self._add(notice)]
-            case SessionMcpServersLoadedData() | SessionMcpServerStatusChangedData() as d:
+            case SessionMcpServerStatusChangedData() as d:
+                self.mcp.status_changed(d)
+                changes = self._info(event.type, d.wire(), ts)
+            case SessionMcpServersLoadedData() as d:
+                self.mcp.loaded(d)
                 changes = self._info(event.type, d.wire(), ts)
             case UnknownData() as d if event.type in INFO_TYPES:
                 changes = self._info(event.type, d.raw, ts)

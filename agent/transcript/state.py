@@ -28,6 +28,7 @@ from agent.transcript.blocks import (
     TurnBlock,
 )
 from agent.transcript.info_rows import InfoRows
+from agent.transcript.mcp import McpServersFold
 from agent.transcript.partial_json import JsonPrefix
 from agent.transcript.user_shell import UserShell
 
@@ -85,6 +86,7 @@ class TranscriptState:
         self.autopilot_stopped: bool = False  # autopilot gave up (cap) without task_complete
         self.permission_level: permission_level.Level | None = None  # autopilot's, once chosen
         self.last_error: ErrorBlock | None = None
+        self.mcp = McpServersFold()  # the MCP servers' status (agent/transcript/mcp.py)
         # indexes: everything an event can touch is found without a scan
         self._next_block_id = 0
         self._open_turn: TurnBlock | None = None

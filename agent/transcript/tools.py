@@ -78,6 +78,8 @@ def tool_start(t: TranscriptState, d: ToolExecutionStartData, ts: datetime | Non
         tool.name = d.tool_name
     if d.arguments is not None:
         tool.arguments = d.arguments
+    if d.mcp_server_name:
+        tool.mcp_server, tool.mcp_tool = d.mcp_server_name, d.mcp_tool_name
     if tool.status == "pending":
         tool.status = "running"
     if tool.started_at is None:

@@ -39,6 +39,10 @@ class McpCallError(Exception):
     """A call that did not get a result: the server is down, or too slow."""
 
 
+class _Exited(Exception):
+    """A running server's process ended (or its output did) without being asked."""
+
+
 class McpConnection:
     def __init__(
         self,
@@ -55,6 +59,7 @@ class McpConnection:
         self._on_change = on_change  # status or tools changed
         self._session: ClientSession | None = None
         self._stop = asyncio.Event()
+        self._gone = asyncio.Event()  # a local server's output ended: it exited
         self._task: asyncio.Task[None] | None = None
         self._relisting: asyncio.Task[None] | None = None  # after tools/list_changed
         self.garbage = 0  # lines on stdout that were not JSON-RPC
@@ -136,11 +141,13 @@ class McpConnection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 await self._connect(stack)
-                await self._stop.wait()
+                await _first_of(self._stop, self._gone)
+                if not self._stop.is_set():
+                    raise _Exited("the server exited")
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # an ExceptionGroup from the SDK's task groups included
-            if not self._stop.is_set():
+            if not self._stop.is_set() and self.status != "failed":  # a call may have said why
                 self._fail(_describe(exc, self.config) + self._garbage_note() + self._stderr_tail())
         finally:
             self._session = None
@@ -150,6 +157,8 @@ class McpConnection:
 
         streams = await stack.enter_async_context(self._transport())
         read, write = streams[0], streams[1]
+        if self.config.transport == "stdio":
+            read = await _watched(stack, read, self._gone)
         session = await stack.enter_async_context(
             ClientSession(read, write, message_handler=self._on_message)
         )
@@ -297,6 +306,43 @@ def _streamable_http(config: McpServerConfig) -> contextlib.AbstractAsyncContext
             yield streams
 
     return open_it()
+
+
+async def _watched(stack: contextlib.AsyncExitStack, read: Any, gone: asyncio.Event) -> Any:
+    """``read`` relayed through a stream of our own, so that its end (a local server
+    that exited while idle) sets ``gone`` instead of passing unseen until the next call."""
+    import anyio
+
+    sink, relayed = anyio.create_memory_object_stream[Any](0)
+
+    async def relay() -> None:
+        try:
+            async with read, sink:
+                async for item in read:
+                    await sink.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the session stopped reading: we are stopping
+        finally:
+            gone.set()
+
+    task = asyncio.get_running_loop().create_task(relay())
+    stack.push_async_callback(_cancelled, task)
+    return relayed
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 async def _all_tools(session: ClientSession) -> list[Tool]:
