@@ -46,8 +46,7 @@ class AgentKind:
 EXPLORE = AgentKind(
     name="explore",
     display_name="Explore Agent",
-    description="Fast agent for exploring a codebase: finds files, searches code and "
-    "answers questions about it. Read-only: it cannot change anything.",
+    description="finds files, searches and reads code, answers questions; read-only",
     prompt="You are an exploration agent. Search and read the code to answer the task "
     "you are given; you cannot change files or run commands. Be quick and thorough: "
     "run independent searches together. Answer with what you found, with the paths "
@@ -58,8 +57,7 @@ EXPLORE = AgentKind(
 TASK = AgentKind(
     name="task",
     display_name="Task Agent",
-    description="Executes development commands like tests, builds, linters and "
-    "formatters. Returns a brief summary on success, the relevant output on failure.",
+    description="runs commands (tests, builds, linters) and reports briefly",
     prompt="You are a command execution agent: run the development commands the task "
     "asks for and report the result. On success answer briefly; on failure give the "
     "output that explains it.",
@@ -68,8 +66,7 @@ TASK = AgentKind(
 GENERAL_PURPOSE = AgentKind(
     name="general-purpose",
     display_name="General-purpose Agent",
-    description="Full-capability agent for complex multi-step tasks: searches, reads, "
-    "edits files and runs commands, with the session's tools and permissions.",
+    description="multi-step work with every tool: reads, edits, runs commands",
     prompt="You are a general-purpose agent working on one task handed to you by "
     "another agent. Do the task completely, then answer with a concise report of what "
     "you did and found: your answer is all the other agent will see.",

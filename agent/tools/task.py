@@ -39,14 +39,10 @@ class SubagentLauncher(Protocol):
 
 class TaskArgs(ToolArgs):
     description: str = Field(
-        description="A short (3-5 word) description of the task. This will be displayed "
-        "as the intent in the UI."
+        description="A short (3-5 word) description of the task, shown in the UI."
     )
-    prompt: str = Field(
-        description="The task for the agent to perform. Be specific about what you want "
-        "done and provide complete context: the agent sees nothing of this conversation."
-    )
-    agent_type: str = Field(description="The type of specialized agent to use for this task.")
+    prompt: str = Field(description="The task, with complete context: the agent sees nothing else.")
+    agent_type: str = Field(description="The type of agent to use.")
     name: str | None = Field(
         default=None,
         description="A short name for the agent. Used to generate a human-readable agent ID "
@@ -67,14 +63,15 @@ class TaskArgs(ToolArgs):
     )
 
 
+_ACCEPTED_ONLY = ("model", "mode", "reasoning_effort", "context_tier")
+
+
 class TaskTool(Tool):
     name = "task"
     description = (
-        "Launch a sub-agent to carry out a task on its own: it works with its own "
-        "context and tools, then reports back, and its final answer is this tool's "
-        "result. Use it for searches and investigations that would fill your context, "
-        "or for independent pieces of work. Launch independent tasks in parallel: "
-        "several task calls in one reply run at the same time."
+        "Start a sub-agent on a task: it works with its own context and tools and its "
+        "final answer is the result. Use it for searches that would fill your context "
+        "and for independent work; several task calls in one reply run in parallel."
     )
     # The sub-agent's own calls pass the permission gate; starting one asks nothing.
     kind = "read"
@@ -91,12 +88,14 @@ class TaskTool(Tool):
     def schema(self) -> dict[str, Any]:
         schema = copy.deepcopy(super().schema())
         params = schema["function"]["parameters"]
+        # Accepted from a model that knows Copilot's schema, not offered: every token
+        # of a tool's schema is sent with every request.
+        for unoffered in _ACCEPTED_ONLY:
+            params["properties"].pop(unoffered, None)
         types = self._launcher.agent_types()
         kinds = params["properties"]["agent_type"]
         kinds["enum"] = [t.name for t in types]
-        kinds["description"] += " Available types:\n" + "\n".join(
-            f"- {t.name}: {t.description}" for t in types
-        )
+        kinds["description"] += " " + "; ".join(f"{t.name}: {t.description}" for t in types)
         return schema
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
