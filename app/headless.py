@@ -61,8 +61,8 @@ class HeadlessPrinter:
         match event.data:
             case SessionTaskCompleteData():
                 self.answer_unsaved = event.unsaved
-            case AssistantMessageData(tool_requests=None):
-                self.answer_unsaved = event.unsaved
+            case AssistantMessageData(tool_requests=None) if event.agent_id is None:
+                self.answer_unsaved = event.unsaved  # a sub-agent's answer is not the answer
             case SessionErrorData(error_type="storage", message=message):
                 # Said on stderr in every format: stdout may go to a file or a pipe.
                 self.err.write(f"error (storage): {message}\n{UNSAVED_NOTE[self.json]}\n")
