@@ -1,4 +1,5 @@
-"""The agent types ``task`` can start: Copilot's built-in kinds, and custom agents.
+"""The agent types ``task`` can start: Copilot's built-in kinds, and custom agents
+(``*.agent.md``, read by agent/extensions/agents/) the model may delegate to.
 
 A kind says what the sub-agent is told (its prompt, before loopdeck's own system
 prompt), which of the session's tools it gets, and optionally its model. Tools a
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.extensions.agents.definition import CustomAgent
+from agent.extensions.agents.tool_filter import ToolRef, kept_tools
 from agent.tools.registry import ToolRegistry
 
 NEVER_OFFERED = frozenset({"task", "ask_user", "task_complete", "update_todos", "exit_plan_mode"})
@@ -27,9 +30,13 @@ class AgentKind:
     tools: tuple[str, ...] | None = None
     read_only: bool = False
     model: str | None = None
+    # A custom agent's ``tools`` are Copilot's names and aliases (``search``, ``edit``,
+    # ``server/*``): matched by the custom agents' own filter.
+    aliases: bool = False
 
     def registry(self, offered: ToolRegistry) -> ToolRegistry:
         """Its tools, out of those the session offers now."""
+        allowed = set(self._allowed(offered)) if self.tools is not None else None
         picked = []
         for name in offered.names():
             tool = offered.get(name)
@@ -37,10 +44,33 @@ class AgentKind:
                 continue
             if self.read_only and tool.kind != "read":
                 continue
-            if self.tools is not None and name not in self.tools:
+            if allowed is not None and name not in allowed:
                 continue
             picked.append(tool)
         return ToolRegistry(picked)
+
+    def _allowed(self, offered: ToolRegistry) -> list[str]:
+        if not self.aliases:
+            return list(self.tools or ())
+        refs = []
+        for name in offered.names():
+            tool = offered.get(name)
+            origin = tool.mcp_origin() if tool is not None else None
+            refs.append(ToolRef(name, *(origin or (None, None))))
+        return kept_tools(self.tools, refs)
+
+    @classmethod
+    def from_custom(cls, agent: CustomAgent) -> AgentKind:
+        """A custom agent (``*.agent.md``) as an agent type: its prompt, tools, model."""
+        return cls(
+            name=agent.name,
+            display_name=agent.display_name,
+            description=agent.description,
+            prompt=agent.prompt.strip(),
+            tools=agent.tools,
+            model=agent.preferred_model,
+            aliases=True,
+        )
 
 
 EXPLORE = AgentKind(

@@ -84,6 +84,7 @@ from agent.tools.registry import ToolRegistry, default_tools
 from agent.tools.task import TaskTool
 
 if TYPE_CHECKING:  # the MCP SDK loads only when a session has servers
+    from agent.extensions.agents.definition import CustomAgent
     from agent.extensions.mcp.config import McpConfig
     from agent.extensions.mcp.servers import McpServers
 
@@ -162,6 +163,7 @@ class Session:
             model=lambda: self.model,
             offered=lambda: self.tools_for("interactive" if self._mode == "plan" else self._mode),
             prompt_for=self._subagent_prompt,
+            custom_agents=self._custom_agents,
         )
         self.toolbox = ModeToolbox(
             registry_factory or _default_registry,
@@ -466,6 +468,12 @@ class Session:
             model=self.model.name,
             sandbox=self.sandbox.prompt_section(mode) if self.sandbox else None,
         )
+
+    def _custom_agents(self) -> tuple[CustomAgent, ...]:
+        """The custom agents (``*.agent.md``) the task tool offers, read when first asked."""
+        from agent.extensions.agents.catalog import load_agents
+
+        return load_agents(self.cwd, os.environ).agents
 
     def _subagent_prompt(self, model: ModelClient, tool_names: list[str]) -> str:
         # A sub-agent's loop is interactive: it is never nudged on (agent/session/subagent_host.py).

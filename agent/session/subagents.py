@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from agent.events.schema import SubagentCompletedData, SubagentFailedData, SubagentStartedData
+from agent.extensions.agents.definition import CustomAgent
 from agent.loop.turn_loop import TurnLoop
 from agent.models.base import ModelClient
 from agent.session.agent_kinds import BUILT_IN, AgentKind
@@ -76,6 +77,7 @@ class SubagentRunner:
         prompt_for: Callable[[ModelClient, list[str]], str],
         limits: Callable[[Callable[[], ModelClient]], SessionLimits] = SessionLimits,
         max_concurrent: int | None = None,
+        custom_agents: Callable[[], Iterable[CustomAgent]] | None = None,
     ) -> None:
         self._parent = parent
         self._model = model  # the session's model now
@@ -83,6 +85,8 @@ class SubagentRunner:
         self._prompt_for = prompt_for  # loopdeck's system prompt for a model and tools
         self._limits = limits
         self._kinds: dict[str, AgentKind] = {kind.name: kind for kind in BUILT_IN}
+        # The custom agents, read on first use (None: not yet).
+        self._custom: Callable[[], Iterable[CustomAgent]] | None = custom_agents
         self._max = max_concurrent or max_concurrent_from_env()
         self._slots = asyncio.Semaphore(self._max)
         self.runs: dict[str, SubagentRun] = {}
@@ -103,22 +107,36 @@ class SubagentRunner:
         self._slots = asyncio.Semaphore(self._max)
 
     def add_kinds(self, kinds: Iterable[AgentKind]) -> None:
-        """Offer more agent types (custom agents); a name taken replaces the kind."""
+        """Offer more agent types; a name taken replaces the kind."""
         for kind in kinds:
             self._kinds[kind.name] = kind
 
+    def use_custom_agents(self, agents: Iterable[CustomAgent]) -> None:
+        """Offer these custom agents (those the model may invoke) as agent types, in
+        place of the ones read from disk."""
+        self._custom = None
+        self._kinds = {kind.name: kind for kind in BUILT_IN}
+        self.add_kinds(AgentKind.from_custom(a) for a in agents if not a.disable_model_invocation)
+
+    def _kinds_now(self) -> dict[str, AgentKind]:
+        if self._custom is not None:
+            read, self._custom = self._custom, None
+            self.use_custom_agents(read())
+        return self._kinds
+
     def kind(self, name: str) -> AgentKind | None:
-        return self._kinds.get(name)
+        return self._kinds_now().get(name)
 
     def agent_types(self) -> list[AgentTypeInfo]:
-        return [AgentTypeInfo(k.name, k.description) for k in self._kinds.values()]
+        return [AgentTypeInfo(k.name, k.description) for k in self._kinds_now().values()]
 
     # --- a run -----------------------------------------------------------------------
 
     async def run_task(self, args: TaskArgs, tool_call_id: str) -> ToolResult:
-        kind = self._kinds.get(args.agent_type)
+        kinds = self._kinds_now()
+        kind = kinds.get(args.agent_type)
         if kind is None:
-            valid = ", ".join(self._kinds)
+            valid = ", ".join(kinds)
             return ToolResult.failure(
                 f"Unknown agent_type: {args.agent_type}. Valid types are: {valid}"
             )
@@ -175,7 +193,10 @@ class SubagentRunner:
         session_model = self._model()
         wanted = args.model or kind.model
         if wanted and self.model_factory is not None and wanted != session_model.name:
-            return self.model_factory(wanted)
+            try:
+                return self.model_factory(wanted)
+            except Exception:  # a model no provider knows: the session's serves instead
+                return session_model
         if isinstance(session_model, ScriptsSubagents):
             return session_model.for_subagent(args.name or kind.name, kind.name)
         return session_model
