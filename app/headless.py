@@ -89,7 +89,10 @@ class HeadlessPrinter:
                 detail = "" if ok else f" — {tool.error or ''}"
                 brief = _brief_args(tool.name, tool.arguments)
                 self.err.write(f"{mark} {tool.name}{brief}{detail}\n")
-            case SessionErrorData(error_type=kind, message=message) if kind != "storage":
+            case SessionErrorData(error_type=kind, message=message) if (
+                kind != "storage" and event.agent_id is None
+            ):
+                # A sub-agent's error is its task call's failure, printed with the call.
                 self.err.write(f"error ({kind}): {message}\n")
             case SessionWarningData(message=message):
                 self.err.write(f"warning: {message}\n")
