@@ -61,8 +61,8 @@ class HeadlessPrinter:
         match event.data:
             case SessionTaskCompleteData():
                 self.answer_unsaved = event.unsaved
-            case AssistantMessageData(tool_requests=None):
-                self.answer_unsaved = event.unsaved
+            case AssistantMessageData(tool_requests=None) if event.agent_id is None:
+                self.answer_unsaved = event.unsaved  # a sub-agent's answer is not the answer
             case SessionErrorData(error_type="storage", message=message):
                 # Said on stderr in every format: stdout may go to a file or a pipe.
                 self.err.write(f"error (storage): {message}\n{UNSAVED_NOTE[self.json]}\n")
@@ -89,7 +89,10 @@ class HeadlessPrinter:
                 detail = "" if ok else f" — {tool.error or ''}"
                 brief = _brief_args(tool.name, tool.arguments)
                 self.err.write(f"{mark} {tool.name}{brief}{detail}\n")
-            case SessionErrorData(error_type=kind, message=message) if kind != "storage":
+            case SessionErrorData(error_type=kind, message=message) if (
+                kind != "storage" and event.agent_id is None
+            ):
+                # A sub-agent's error is its task call's failure, printed with the call.
                 self.err.write(f"error ({kind}): {message}\n")
             case SessionWarningData(message=message):
                 self.err.write(f"warning: {message}\n")

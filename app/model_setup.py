@@ -174,6 +174,7 @@ async def open_session(
         # Autopilot only when asked again: a resumed run never works unattended by itself.
         session.set_mode(start_mode(args))
         session.start_mcp(mcp)
+        _subagent_models(session, spec, args.api_base or config_api_base, settings)
         return session
     mode = start_mode(args)
     with _open_errors_as_setup_error():
@@ -190,7 +191,17 @@ async def open_session(
         )
     created.configure_context(window=context_window, settings=compaction, max_output=max_output)
     created.start_mcp(mcp)
+    _subagent_models(created, spec, args.api_base or config_api_base, settings)
     return created
+
+
+def _subagent_models(
+    session: Session, spec: str, api_base: str | None, settings: ProviderSettings | None
+) -> None:
+    """A sub-agent whose custom agent (or ``task`` call) names another model talks to
+    it through the same provider settings; a scripted session scripts its sub-agents."""
+    if not spec.startswith(SCRIPTED_PREFIX):
+        session.subagents.model_factory = lambda name: make_model(name, api_base, settings)
 
 
 def context_settings(

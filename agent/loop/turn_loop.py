@@ -44,6 +44,7 @@ from agent.loop.host import LoopHost
 from agent.loop.model_call import ModelCall, new_id
 from agent.loop.tool_round import close_pending, run_tool, summary_of, tool_request
 from agent.models.base import ProviderError
+from agent.tools.base import ToolResult
 
 __all__ = [
     "DEFAULT_MAX_CONTINUES",
@@ -288,10 +289,11 @@ class TurnLoop:
                 self.outcome.final_text = reply.text
             pending = list(requests)
             while pending:
-                request = pending[0]
-                result = await run_tool(host, request, turn_id)
-                pending.pop(0)
-                if request.name == "task_complete" and result.success:
+                batch = self._next_batch(pending)
+                done = await self._run_batch(batch, pending, turn_id)
+                for request, result in done:
+                    if request.name != "task_complete" or not result.success:
+                        continue
                     summary = summary_of(request.arguments)
                     host.emit(SessionTaskCompleteData(summary=summary, success=True))
                     self.outcome.task_complete = True
@@ -303,6 +305,46 @@ class TurnLoop:
             raise _TurnAborted from None
         finally:
             host.emit(AssistantTurnEndData(turn_id=turn_id, model=model))
+
+    def _next_batch(self, pending: list[ToolRequest]) -> list[ToolRequest]:
+        """The next calls to run: the first alone, or it and the concurrent calls
+        (sub-agents) that follow it, which run at the same time."""
+        tools = self.host.tools()
+
+        def concurrent(request: ToolRequest) -> bool:
+            tool = tools.get(request.name)
+            return tool is not None and tool.concurrent
+
+        if not concurrent(pending[0]):
+            return pending[:1]
+        batch: list[ToolRequest] = []
+        for request in pending:
+            if not concurrent(request):
+                break
+            batch.append(request)
+        return batch
+
+    async def _run_batch(
+        self, batch: list[ToolRequest], pending: list[ToolRequest], turn_id: str
+    ) -> list[tuple[ToolRequest, ToolResult]]:
+        """Run ``batch``; each call leaves ``pending`` as it ends, so an abort closes
+        as interrupted only the calls still running."""
+        done: list[tuple[ToolRequest, ToolResult]] = []
+
+        async def one(request: ToolRequest) -> None:
+            result = await run_tool(self.host, request, turn_id)
+            pending.remove(request)
+            done.append((request, result))
+
+        if len(batch) == 1:
+            await one(batch[0])
+            return done
+        # A task group: an abort cancels every call and waits until each has ended.
+        async with asyncio.TaskGroup() as group:
+            for request in batch:
+                group.create_task(one(request), name=f"tool:{request.tool_call_id}")
+        order = {request.tool_call_id: i for i, request in enumerate(batch)}
+        return sorted(done, key=lambda pair: order[pair[0].tool_call_id])
 
     def _interrupt(self, pending: list[ToolRequest], turn_id: str) -> None:
         """Record what an abort cut short, so history stays whole and nothing is lost."""

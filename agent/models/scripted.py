@@ -90,6 +90,9 @@ class Script(_Strict):
     # for a model nobody described); a tiny one lets tests fill it.
     context_window: int | None = None
     compaction: ScriptCompaction = Field(default_factory=ScriptCompaction)
+    # The sub-agents' own turns, by the ``name`` a ``task`` call gives its agent (or,
+    # without one, its ``agent_type``): each plays its script from its first call.
+    subagents: dict[str, Script] = Field(default_factory=dict)
 
 
 def load_script(spec: str) -> tuple[str, Script]:
@@ -131,9 +134,10 @@ def shipped_script_names() -> list[str]:
 class ScriptedModel:
     """Plays :class:`Script` turns; implements :class:`agent.models.base.ModelClient`."""
 
-    def __init__(self, script: Script, label: str = "script") -> None:
+    def __init__(self, script: Script, label: str = "script", call_ids: str = "call") -> None:
         self._script = script
         self._label = label
+        self._call_ids = call_ids  # the calls' ids start with it: a sub-agent's differ
 
     @classmethod
     def from_spec(cls, model: str) -> ScriptedModel:
@@ -177,6 +181,14 @@ class ScriptedModel:
                 "(scripted)</history>"
             )
         return ModelReply(text=text, finish_reason="stop")
+
+    def for_subagent(self, name: str, agent_type: str) -> ScriptedModel:
+        """The model a sub-agent started by ``task`` talks to: its own script, under
+        the agent's name, else its type; none scripted: an empty one (it answers
+        :data:`EXHAUSTED_TEXT`)."""
+        subs = self._script.subagents
+        script = subs.get(name) or subs.get(agent_type) or Script(turns=[])
+        return ScriptedModel(script, self._label, f"call_{name}")
 
     def turn_for(self, call_index: int) -> ScriptTurn | None:
         turns = self._script.turns
@@ -222,7 +234,7 @@ class ScriptedModel:
         offered = {tool.get("function", {}).get("name") for tool in tools}
         calls = [
             ToolCall(
-                id=call.id or f"call_{call_index}_{i}",
+                id=call.id or f"{self._call_ids}_{call_index}_{i}",
                 name=call.name,
                 arguments=call.arguments
                 if isinstance(call.arguments, str)

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
 def fold_state(session: SessionInternals, event: Event, *, count: bool = True) -> None:
     """Everything but the model's history (``count``: the counters too)."""
+    if event.agent_id is not None:
+        # A sub-agent's run: not the session's turns, mode or plan; its usage is billed.
+        if isinstance(event.data, AssistantUsageData | SessionCompactionCompleteData):
+            _fold_usage(session, event)
+        return
     session.permission_level.fold(event)
     session.plan.fold(event)
     session.todos.fold(event)
@@ -42,6 +47,25 @@ def fold_state(session: SessionInternals, event: Event, *, count: bool = True) -
             session._open_turn = None
         case ToolExecutionCompleteData():
             session._tool_calls += count
+        case AssistantUsageData() | SessionCompactionCompleteData():
+            _fold_usage(session, event)
+        case SessionUsageCheckpointData() as checkpoint:
+            session.usage.restore(checkpoint)
+        case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):
+            if mode in ("interactive", "autopilot", "plan"):
+                session._mode = mode
+            if not session._first_prompt and not nudge:
+                session._first_prompt = content
+        case SessionModeChangedData(new_mode=mode):
+            session._mode = mode
+        case SessionTitleChangedData(title=title):
+            session.title = title
+        case _:
+            pass
+
+
+def _fold_usage(session: SessionInternals, event: Event) -> None:
+    match event.data:
         case AssistantUsageData() as usage:
             session.usage.add(usage)
         case SessionCompactionCompleteData(compaction_tokens_used=CompactionTokensUsed() as used):
@@ -54,16 +78,5 @@ def fold_state(session: SessionInternals, event: Event, *, count: bool = True) -
                     cost=used.cost,
                 )
             )
-        case SessionUsageCheckpointData() as checkpoint:
-            session.usage.restore(checkpoint)
-        case UserMessageData(content=content, agent_mode=mode, is_autopilot_continuation=nudge):
-            if mode in ("interactive", "autopilot", "plan"):
-                session._mode = mode
-            if not session._first_prompt and not nudge:
-                session._first_prompt = content
-        case SessionModeChangedData(new_mode=mode):
-            session._mode = mode
-        case SessionTitleChangedData(title=title):
-            session.title = title
         case _:
             pass

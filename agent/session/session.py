@@ -73,6 +73,7 @@ from agent.session.opening import (
 from agent.session.plan_mode import PlanMode
 from agent.session.runner import Prompt, PromptRunner
 from agent.session.shell_escape import run_user_command
+from agent.session.subagents import SubagentRunner
 from agent.session.tail_resume import ResumePlan
 from agent.session.todos import TodoList
 from agent.session.toolbox import ModeToolbox
@@ -80,8 +81,10 @@ from agent.session.user_input import UserQuestions
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.exit_plan_mode import ExitPlanModeTool
 from agent.tools.registry import ToolRegistry, default_tools
+from agent.tools.task import TaskTool
 
 if TYPE_CHECKING:  # the MCP SDK loads only when a session has servers
+    from agent.extensions.agents.definition import CustomAgent
     from agent.extensions.mcp.config import McpConfig
     from agent.extensions.mcp.servers import McpServers
 
@@ -153,8 +156,19 @@ class Session:
         # The plan, and the question that leaves plan mode (agent.session.plan_mode).
         self.plan = PlanMode(self)
         # The tools and the system prompt of each mode.
+        # Sub-agents (the task tool): each its own loop, inside this session.
+        self.subagents = SubagentRunner(
+            self,
+            model=lambda: self.model,
+            offered=lambda: self.tools_for("interactive" if self._mode == "plan" else self._mode),
+            prompt_for=self._subagent_prompt,
+            custom_agents=self._custom_agents,
+        )
         self.toolbox = ModeToolbox(
-            registry_factory or _default_registry, ExitPlanModeTool(self.plan), self._build_prompt
+            registry_factory or _default_registry,
+            ExitPlanModeTool(self.plan),
+            self._build_prompt,
+            TaskTool(self.subagents),
         )
         # The model's questions to the user (ask_user) and its checklist (update_todos).
         self.questions = UserQuestions(self)
@@ -262,14 +276,17 @@ class Session:
 
     # --- the event stream ----------------------------------------------------
 
-    def emit(self, data: EventData, *, at: str | None = None) -> Event:
-        """Record ``data`` as a new event (timestamped now, or ``at``)."""
+    def emit(self, data: EventData, *, at: str | None = None, agent_id: str | None = None) -> Event:
+        """Record ``data`` as a new event (timestamped now, or ``at``); ``agent_id``:
+        an event of the sub-agent run by that id (agent/session/subagents.py)."""
         data = self.secrets.event_data(data)
-        if isinstance(data, SessionErrorData) and self._start_error is None:
+        if isinstance(data, SessionErrorData) and self._start_error is None and agent_id is None:
             self._start_error = data  # the first one (see _never_started)
         event = Event.new(data, self._last_persisted_id)
         if at is not None:
             event.timestamp = at
+        if agent_id is not None:
+            event.__dict__["agent_id"] = agent_id
         self._fold(event)
         if not event.ephemeral:
             # Ephemeral events hang off the chain; they are never on disk to point at.
@@ -449,6 +466,22 @@ class Session:
             tool_names=tool_names,
             model=self.model.name,
             sandbox=self.sandbox.prompt_section(mode) if self.sandbox else None,
+        )
+
+    def _custom_agents(self) -> tuple[CustomAgent, ...]:
+        """The custom agents (``*.agent.md``) the task tool offers, read when first asked."""
+        from agent.extensions.agents.catalog import load_agents
+
+        return load_agents(self.cwd, os.environ).agents
+
+    def _subagent_prompt(self, model: ModelClient, tool_names: list[str]) -> str:
+        # A sub-agent's loop is interactive: it is never nudged on (agent/session/subagent_host.py).
+        return build_system_prompt(
+            cwd=self.cwd,
+            mode="interactive",
+            tool_names=tool_names,
+            model=model.name,
+            sandbox=self.sandbox.prompt_section("interactive") if self.sandbox else None,
         )
 
     # --- control -------------------------------------------------------------

@@ -3,7 +3,7 @@
 Each is built once per mode and kept until something it depends on changes: the
 model or the writable folders (the prompt names them), or the tools themselves (an
 SDK app's resume with other ``tools``). Plan mode offers the read-only tools and
-``exit_plan_mode``, whatever the factory gives.
+``exit_plan_mode``, whatever the factory gives; the other modes add ``task``.
 """
 
 from __future__ import annotations
@@ -22,10 +22,16 @@ PromptBuilder = Callable[[Mode, list[str]], str]
 
 class ModeToolbox:
     def __init__(
-        self, factory: RegistryFactory, exit_plan: Tool, build_prompt: PromptBuilder
+        self,
+        factory: RegistryFactory,
+        exit_plan: Tool,
+        build_prompt: PromptBuilder,
+        delegate: Tool | None = None,
     ) -> None:
         self._factory = factory
         self._exit_plan = exit_plan
+        # ``task`` (sub-agents): offered in every mode but plan, whatever the factory gives.
+        self._delegate = delegate
         self._build_prompt = build_prompt
         self._registries: dict[Mode, ToolRegistry] = {}
         self._prompts: dict[Mode, str] = {}
@@ -43,6 +49,8 @@ class ModeToolbox:
                     registry.register(tool)
             if mode == "plan":  # read-only, whatever the factory offers
                 registry = plan_registry(registry, self._exit_plan)
+            elif self._delegate is not None and self._delegate.name not in registry:
+                registry.register(self._delegate)
             for name, why in self._gone().items():
                 if name not in registry:
                     registry.mark_gone(name, why)

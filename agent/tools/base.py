@@ -89,6 +89,9 @@ class Tool(ABC):
     description: ClassVar[str]
     kind: ClassVar[ToolKind] = "read"
     Args: ClassVar[type[ToolArgs]]
+    # Calls of such a tool next to each other in one reply run at the same time
+    # (``task``: sub-agents); any other call runs alone, in order.
+    concurrent: ClassVar[bool] = False
 
     def may_have_effects(self) -> bool:
         """Whether a call can change the workspace or the world (write a file, run a

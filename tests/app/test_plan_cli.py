@@ -80,6 +80,8 @@ def test_the_demo_plays_in_plan_mode_and_in_autopilot(
     assert code == 0, err
     assert "exit_plan_mode" not in err  # offered only in plan mode: the script skips it
     assert "✓ task_complete" in err
+    # In autopilot it delegates a search to an explorer sub-agent.
+    assert "✓ task description=Find the tests" in err
 
 
 def test_mode_flags_that_disagree_exit_2(
