@@ -29,17 +29,21 @@ class ModeToolbox:
         self._build_prompt = build_prompt
         self._registries: dict[Mode, ToolRegistry] = {}
         self._prompts: dict[Mode, str] = {}
-        # Tools that join and leave while the session runs (MCP servers'): asked anew
-        # on each refresh, added after the factory's, whose names win.
-        self._joining: Callable[[], Sequence[Tool]] = lambda: ()
+        # Tools that join and leave while the session runs (MCP servers', the skill
+        # tool): asked anew on each refresh, added after the factory's, whose names win.
+        self._joining: list[Callable[[], Sequence[Tool]]] = []
+        # What the selected custom agent keeps of them (agent/session/extensions.py).
+        self.narrow: Callable[[ToolRegistry], ToolRegistry] = lambda registry: registry
 
     def registry(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
         if registry is None:
             registry = self._factory(mode)
-            for tool in self._joining():
-                if tool.name not in registry:
-                    registry.register(tool)
+            for joining in self._joining:
+                for tool in joining():
+                    if tool.name not in registry:
+                        registry.register(tool)
+            registry = self.narrow(registry)
             if mode == "plan":  # read-only, whatever the factory offers
                 registry = plan_registry(registry, self._exit_plan)
             self._registries[mode] = registry
@@ -62,7 +66,7 @@ class ModeToolbox:
 
     def add_joining(self, tools: Callable[[], Sequence[Tool]]) -> None:
         """Offer ``tools()`` too, asked again at each :meth:`refresh`."""
-        self._joining = tools
+        self._joining.append(tools)
         self.refresh()
 
     def use_factory(self, factory: RegistryFactory) -> None:
