@@ -54,6 +54,12 @@ from agent.events.session import (
     SystemMessageData,
     WorkingDirectoryContext,
 )
+from agent.events.skills import (
+    SKILL_MESSAGE_PREFIX,
+    SessionSkillsLoadedData,
+    SkillInvokedData,
+    SkillsLoadedSkill,
+)
 from agent.events.stream import (
     AssistantIdleData,
     AssistantStreamingDeltaData,
@@ -113,6 +119,7 @@ from agent.events.usage import (
 
 __all__ = [
     "DATA_TYPES",
+    "SKILL_MESSAGE_PREFIX",
     "WARNING_OUTPUT_TRUNCATED",
     "AbortData",
     "AbortReason",
@@ -165,6 +172,7 @@ __all__ = [
     "SessionPlanChangedData",
     "SessionResumeData",
     "SessionShutdownData",
+    "SessionSkillsLoadedData",
     "SessionStartData",
     "SessionTaskCompleteData",
     "SessionTitleChangedData",
@@ -174,6 +182,8 @@ __all__ = [
     "SessionUsageInfoData",
     "SessionWarningData",
     "ShutdownCodeChanges",
+    "SkillInvokedData",
+    "SkillsLoadedSkill",
     "SubagentCompletedData",
     "SubagentDeselectedData",
     "SubagentFailedData",
@@ -222,6 +232,8 @@ DATA_TYPES: dict[str, type[EventData]] = {
         SessionCustomNotificationData,
         SessionMcpServersLoadedData,
         SessionMcpServerStatusChangedData,
+        SessionSkillsLoadedData,
+        SkillInvokedData,
         AbortData,
         UserMessageData,
         AssistantTurnRetryData,

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from agent.events.schema import (
+    SKILL_MESSAGE_PREFIX,
     AssistantMessageData,
     Event,
     SessionCompactionCompleteData,
@@ -112,23 +113,34 @@ class History:
         self.newly_cut: list[tuple[int, int]] = []  # (length, cap) of results cut since read
         # Commands the user ran with ``!``, waiting for their output.
         self.user_commands: dict[str, Any] = {}
+        # User messages that came while a reply's tool calls were open (a skill's text).
+        self._after_results: list[dict[str, Any]] = []
 
     def apply(self, event: Event) -> None:
         if event.agent_id is not None:
             return  # a sub-agent's own conversation: the main one sees only its result
         match event.data:
             case UserMessageData(
-                content=content, attachments=attached, transformed_content=transformed
+                content=content,
+                attachments=attached,
+                transformed_content=transformed,
+                source=source,
             ):
                 # With attachments the model was sent their text too (transformedContent).
                 text = transformed if attached and transformed else content
                 if not text:
                     return  # Copilot writes its autopilot nudges empty: nothing to send
+                if self.open_calls and (source or "").startswith(SKILL_MESSAGE_PREFIX):
+                    # A skill's instructions follow its call, maybe before the reply's
+                    # other results: providers want every result right after the call.
+                    self._after_results.append({"role": "user", "content": text})
+                    return
                 self.messages.append({"role": "user", "content": text})
             case SessionContextClearedData():
                 self._edits += 1
                 self.messages = []
                 self.open_calls = {}
+                self._after_results = []
             case ToolUserRequestedData(tool_call_id=call_id, arguments=arguments):
                 self.user_commands[call_id] = arguments
             case ToolExecutionCompleteData(tool_call_id=call_id, is_user_requested=True) as done:
@@ -163,6 +175,9 @@ class History:
                 else:
                     text = res.content if res is not None else "Error: the tool failed."
                 self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+                if not self.open_calls and self._after_results:
+                    self.messages += self._after_results
+                    self._after_results = []
             case SessionCompactionCompleteData(success=True, summary_content=str(summary)):
                 removed = min(event.data.messages_removed or 0, len(self.messages))
                 removed = self.clean_cut(0, removed)

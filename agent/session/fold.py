@@ -36,6 +36,7 @@ def fold_state(session: SessionInternals, event: Event, *, count: bool = True) -
     session.permission_level.fold(event)
     session.plan.fold(event)
     session.todos.fold(event)
+    session.extensions.fold(event)
     match event.data:
         case AssistantTurnStartData(turn_id=turn_id):
             session._model_calls += count

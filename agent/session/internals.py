@@ -24,6 +24,7 @@ from agent.loop.host import LoopHost
 from agent.models.base import ModelClient
 from agent.permissions.level import PermissionLevelChoice
 from agent.sandbox.policy import Sandbox
+from agent.session.extensions import SessionExtensions
 from agent.session.fanout import EventFanout
 from agent.session.plan_mode import PlanMode
 from agent.session.tail_resume import ResumePlan
@@ -51,6 +52,7 @@ class SessionInternals(LoopHost, Protocol):
     sandbox: Sandbox | None
     plan: PlanMode
     todos: TodoList
+    extensions: SessionExtensions
     permission_level: PermissionLevelChoice
     restored: int
     resumed_from: ResumePlan | None

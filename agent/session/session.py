@@ -41,6 +41,7 @@ from agent.events.schema import (
     SessionResumeData,
     SessionTitleChangedData,
     SessionWarningData,
+    ToolExecutionCompleteData,
     ToolRequest,
     WorkingDirectoryContext,
 )
@@ -61,6 +62,7 @@ from agent.permissions.rules import PermissionPolicy
 from agent.sandbox.policy import Sandbox
 from agent.sandbox.secrets import EnvFilter, SecretMasker
 from agent.session.closing import close_session
+from agent.session.extensions import SessionExtensions
 from agent.session.fanout import EventFanout, Subscriber
 from agent.session.fold import fold_state
 from agent.session.limits import SessionLimits
@@ -170,6 +172,10 @@ class Session:
             self._build_prompt,
             TaskTool(self.subagents),
         )
+        # Custom agents and skills (found and loaded by the app: extensions.load).
+        self.extensions = SessionExtensions(self, self.toolbox.refresh)
+        self.toolbox.add_joining(self.extensions.tools)
+        self.toolbox.narrow = self.extensions.narrow
         # The model's questions to the user (ask_user) and its checklist (update_todos).
         self.questions = UserQuestions(self)
         self.todos = TodoList(self)
@@ -307,6 +313,8 @@ class Session:
         ):
             # Usage is ephemeral: what replay, export and resume read is this record.
             self.emit(self.usage.checkpoint())
+        if isinstance(data, ToolExecutionCompleteData):
+            self.extensions.after_tool(data.tool_call_id, data.success)  # a skill's text
         return event
 
     def _hold_opening(self) -> None:
@@ -460,13 +468,15 @@ class Session:
         return self.toolbox.system_prompt(self._mode)
 
     def _build_prompt(self, mode: Mode, tool_names: list[str]) -> str:
-        return build_system_prompt(
+        prompt = build_system_prompt(
             cwd=self.cwd,
             mode=mode,
             tool_names=tool_names,
             model=self.model.name,
             sandbox=self.sandbox.prompt_section(mode) if self.sandbox else None,
         )
+        extra = self.extensions.prompt_sections(tool_names)  # a custom agent, skills
+        return f"{prompt}\n{extra}\n" if extra else prompt
 
     def _custom_agents(self) -> tuple[CustomAgent, ...]:
         """The custom agents (``*.agent.md``) the task tool offers, read when first asked."""

@@ -35,25 +35,30 @@ class ModeToolbox:
         self._build_prompt = build_prompt
         self._registries: dict[Mode, ToolRegistry] = {}
         self._prompts: dict[Mode, str] = {}
-        # Tools that join and leave while the session runs (MCP servers'): asked anew
-        # on each refresh, added after the factory's, whose names win.
-        self._joining: Callable[[], Sequence[Tool]] = lambda: ()
-        self._gone: Callable[[], Mapping[str, str]] = dict  # joined, then left: why
+        # Tools that join and leave while the session runs (MCP servers', the skill
+        # tool): asked anew on each refresh, added after the factory's, whose names win.
+        self._joining: list[Callable[[], Sequence[Tool]]] = []
+        self._gone: list[Callable[[], Mapping[str, str]]] = []  # joined, then left: why
+        # What the selected custom agent keeps of them (agent/session/extensions.py).
+        self.narrow: Callable[[ToolRegistry], ToolRegistry] = lambda registry: registry
 
     def registry(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
         if registry is None:
             registry = self._factory(mode)
-            for tool in self._joining():
-                if tool.name not in registry:
-                    registry.register(tool)
+            for joining in self._joining:
+                for tool in joining():
+                    if tool.name not in registry:
+                        registry.register(tool)
+            registry = self.narrow(registry)
             if mode == "plan":  # read-only, whatever the factory offers
                 registry = plan_registry(registry, self._exit_plan)
             elif self._delegate is not None and self._delegate.name not in registry:
                 registry.register(self._delegate)
-            for name, why in self._gone().items():
-                if name not in registry:
-                    registry.mark_gone(name, why)
+            for gone in self._gone:
+                for name, why in gone().items():
+                    if name not in registry:
+                        registry.mark_gone(name, why)
             self._registries[mode] = registry
         return registry
 
@@ -75,12 +80,13 @@ class ModeToolbox:
     def add_joining(
         self,
         tools: Callable[[], Sequence[Tool]],
-        gone: Callable[[], Mapping[str, str]] = dict,
+        gone: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         """Offer ``tools()`` too, asked again at each :meth:`refresh`; a call to one of
         ``gone()`` (offered before, not now) fails with the reason it gives."""
-        self._joining = tools
-        self._gone = gone
+        self._joining.append(tools)
+        if gone is not None:
+            self._gone.append(gone)
         self.refresh()
 
     def use_factory(self, factory: RegistryFactory) -> None:

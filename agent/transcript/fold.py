@@ -38,6 +38,7 @@ from typing import Any
 
 from agent.events.attachments import describe
 from agent.events.schema import (
+    SKILL_MESSAGE_PREFIX,
     AbortData,
     AssistantMessageData,
     AssistantMessageDeltaData,
@@ -73,6 +74,7 @@ from agent.events.schema import (
     SessionPlanChangedData,
     SessionResumeData,
     SessionShutdownData,
+    SessionSkillsLoadedData,
     SessionStartData,
     SessionTaskCompleteData,
     SessionTitleChangedData,
@@ -81,6 +83,7 @@ from agent.events.schema import (
     SessionUsageCheckpointData,
     SessionUsageInfoData,
     SessionWarningData,
+    SkillInvokedData,
     SubagentDeselectedData,
     SubagentSelectedData,
     SystemMessageData,
@@ -148,6 +151,10 @@ class Transcript(TranscriptState):
         match event.data:
             case _ if stream_fold.handles(event):  # first: a -p stream is mostly these
                 changes = stream_fold.fold(self, event, ts)
+            case UserMessageData(source=str(source)) as d if source.startswith(
+                SKILL_MESSAGE_PREFIX
+            ):
+                changes = self._skill_context(source, d.content, ts)
             case UserMessageData() as d:
                 changes = self._user_message(d, ts)
             case AssistantTurnStartData() as d:
@@ -282,6 +289,8 @@ class Transcript(TranscriptState):
             case SessionMcpServersLoadedData() as d:
                 self.mcp.loaded(d)
                 changes = self._info(event.type, d.wire(), ts)
+            case SessionSkillsLoadedData() | SkillInvokedData() as d:
+                changes = self._info(event.type, d.wire(), ts)
             case UnknownData() as d if event.type in INFO_TYPES:
                 changes = self._info(event.type, d.raw, ts)
             case UnknownData() as d:
@@ -354,6 +363,14 @@ class Transcript(TranscriptState):
             attachments=tuple(describe(a) for a in d.attachments or () if isinstance(a, dict)),
         )
         return [self._add(block)]
+
+    def _skill_context(self, source: str, content: str, ts: datetime | None) -> list[Change]:
+        """A skill's instructions given to the model: a row, not the user's prompt
+        (none when its ``skill.invoked`` row, which holds them, came just before)."""
+        name = source.removeprefix(SKILL_MESSAGE_PREFIX)
+        if self._info_rows.take_invoked(name):
+            return []
+        return self._info("skill.invoked", {"name": name, "content": content}, ts)
 
     def _info(self, etype: str, data: dict[str, Any], ts: datetime | None) -> list[Change]:
         row, new = self._info_rows.fold(etype, data, ts)

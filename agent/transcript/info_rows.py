@@ -60,6 +60,13 @@ class InfoRows:
         self._new_id = new_id
         self._open: dict[tuple[str, str], InfoRowBlock] = {}  # rows a later event updates
         self._system_prompts: dict[str, str] = {}  # role -> the last prompt seen
+        self._invoked: str | None = None  # the skill whose skill.invoked came last
+
+    def take_invoked(self, name: str) -> bool:
+        """Whether ``name``'s ``skill.invoked`` row was the last skill row (its
+        instructions message then adds nothing); forgets it either way."""
+        invoked, self._invoked = self._invoked, None
+        return invoked == name
 
     def fold(self, etype: str, data: Data, ts: datetime | None) -> tuple[InfoRowBlock, bool]:
         """The row for this event, and whether it is new (else an updated one)."""
@@ -70,6 +77,7 @@ class InfoRows:
                 return self._keyed(("skills", ""), "skills", *_skills(data), ts=ts)
             case "skill.invoked":
                 name = _text(data.get("name")) or "?"
+                self._invoked = name if "path" in data else None  # the event, not its message
                 trigger = _text(data.get("trigger"))
                 title = f"skill {name} loaded" + (f" ({trigger})" if trigger else "")
                 return self._new("skill", title, _text(data.get("content")) or None, ts=ts)

@@ -29,7 +29,7 @@ from agent.events.schema import Event, UnknownData, event_from_dict, event_from_
 from agent.log.session_row import SessionSummary
 from agent.log.store import SessionStore, read_events, with_unreadable_rows
 from agent.log.summary import summarize_events
-from agent.transcript.blocks import NoticeBlock, RawBlock, TurnBlock, UserBlock
+from agent.transcript.blocks import InfoRowBlock, NoticeBlock, RawBlock, TurnBlock, UserBlock
 from agent.transcript.fold import Transcript, fold
 from agent.transcript.partial_json import JsonPrefix, parse_prefix
 from agent.transcript.stream_fold import STREAM_DATA
@@ -42,12 +42,7 @@ from widgets.turn_view import TurnView
 
 session_events = pytest.importorskip("copilot.generated.session_events")
 
-STREAM = (
-    FIXTURES
-    / "copilot-real"
-    / "sdkrepo-phase1-task-20260730-0156-2144"
-    / "events.jsonl"
-)
+STREAM = FIXTURES / "copilot-real" / "sdkrepo-phase1-task-20260730-0156-2144" / "events.jsonl"
 STREAMING_TYPES = {
     "assistant.tool_call_delta",
     "assistant.streaming_delta",
@@ -84,7 +79,20 @@ def test_the_stream_folds_into_its_turns_not_into_raw_rows() -> None:
     lines = wires()
     kinds = collections.Counter(w["type"] for w in lines)
     assert t.turns == kinds["assistant.turn_start"]
-    assert sum(isinstance(b, UserBlock) for b in t.items) == kinds["user.message"]
+    # A skill's instructions (source "skill-<name>") are a row, not the user's prompt.
+    skill_messages = [
+        w
+        for w in lines
+        if w["type"] == "user.message" and w["data"].get("source", "").startswith("skill-")
+    ]
+    assert len(skill_messages) == 2
+    assert sum(isinstance(b, UserBlock) for b in t.items) == kinds["user.message"] - 2
+    skill_rows = [b for b in t.items if isinstance(b, InfoRowBlock) and b.kind == "skill"]
+    assert [r.title for r in skill_rows] == [
+        "skill shepherd-task-from-assignment-to-ready loaded",
+        "skill shepherd-task-approve-workflows-and-wait-for-completion loaded",
+    ]
+    assert all(r.body and r.body.startswith("<skill-context name=") for r in skill_rows)
     assert t.tool_calls == kinds["tool.execution_start"]
     turns = [b for b in t.items if isinstance(b, TurnBlock)]
     assert all(turn.status == "done" for turn in turns)

@@ -7,7 +7,8 @@ A name in the list is one of Copilot's aliases (any case): ``execute`` (``shell`
 (``Grep`` is grep); or an MCP
 server's tools as ``server/tool`` or ``server/*``. Unknown names are ignored, as
 Copilot ignores them. The tools that end or steer a session (``task_complete``,
-``exit_plan_mode``, ``ask_user``) are the session's, not the agent's: they stay.
+``exit_plan_mode``, ``ask_user``, and ``skill`` that loads the session's skills) are
+the session's, not the agent's: they stay.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ _SYNONYMS: dict[str, str] = {
     "notebookedit": "edit",
     "custom-agent": "agent",
 }
-SESSION_TOOLS = frozenset({"task_complete", "exit_plan_mode", "ask_user"})
+SESSION_TOOLS = frozenset({"task_complete", "exit_plan_mode", "ask_user", "skill"})
 
 
 @dataclass(frozen=True, slots=True)
