@@ -207,7 +207,7 @@ class ReplayScreen(ViewerScreen):
         start = self.index.turn_starts[first_turn] if turns_before > WINDOW_TURNS else 0
         transcript = Transcript()
         transcript.turns = first_turn  # keep turn numbers true to the whole log
-        _seed_usage(transcript, self.index, start)
+        seed_usage(transcript, self.index, start)
         self.timeline.reset(transcript)
         if start > 0:
             keep_scrollbar_room(self.timeline)
@@ -312,7 +312,7 @@ class WatchScreen(ViewerScreen):
         start = index.turn_starts[turns - WINDOW_TURNS] if turns > WINDOW_TURNS else 0
         transcript = Transcript()
         transcript.turns = max(0, turns - WINDOW_TURNS)
-        _seed_usage(transcript, index, start)
+        seed_usage(transcript, index, start)
         self.timeline.reset(transcript)
         self.timeline.load(index.read_rows(start, len(index)))
         self.follower.skip_to(index.size)
@@ -347,7 +347,7 @@ class WatchScreen(ViewerScreen):
         self.refresh_status(busy=busy)
 
 
-def _seed_usage(transcript: Transcript, index: EventIndex, start: int) -> None:
+def seed_usage(transcript: Transcript, index: EventIndex, start: int) -> None:
     """A window that starts mid-log: the usage recorded before it still counts (and
     the window's first turn gets only its own)."""
     if start > 0:
