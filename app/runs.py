@@ -93,6 +93,7 @@ class RunsScreen(Screen[None]):
         self.cursor = 0
         self.marked: set[str] = set()
         self.changes = ChangeWatch()
+        self.told: list[Notice] = []  # the notifications given, in order
         self.sent: list[str] = []  # what was written to the terminal (bell, OSC)
         self.polls = 0
         self.view = BoardView(self)
@@ -122,6 +123,7 @@ class RunsScreen(Screen[None]):
         self.view.refresh()
 
     def _tell(self, notice: Notice) -> None:
+        self.told.append(notice)
         text = sequences(self.notify_mode, self.osc, notice.title, notice.body)
         if self.notify_mode != "off":
             self.app.notify(f"{notice.body}", title=notice.title, timeout=6)
@@ -188,6 +190,16 @@ class RunsApp(App[int]):
     def on_mount(self) -> None:
         set_up(self)
         self.push_screen(self.board_screen)
+
+
+def open_board(app: App[Any]) -> None:
+    """The board over another app (the session app's /runs and Ctrl+R)."""
+    import os
+
+    from app.runs_notify import notify_mode
+
+    board = machine_board()
+    app.push_screen(RunsScreen(board, notify=notify_mode(None), osc=osc_kind(os.environ)))
 
 
 def run_board(*, recent: float, copilot: bool, notify: str) -> int:

@@ -84,7 +84,8 @@ class ChangeWatch:
             label = view.row.label or view.session_id[:8]
             if view.state in NEEDS_PERSON and old not in NEEDS_PERSON:
                 out.append(Notice(view.session_id, f"loopdeck: {view.state}", label))
-            elif view.state in ENDED and old is not None and old not in ENDED:
+            elif view.state in ENDED and old not in ENDED:
+                # (a run first seen ended started and ended while the board was open)
                 out.append(Notice(view.session_id, f"loopdeck: run {view.state}", label))
         return out
 
