@@ -15,10 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.segment import Segment
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.strip import Strip
+from textual.widget import Widget
 
 from agent.log.places import copilot_home, loopdeck_home
 from agent.log.runs import COPILOT, LOOPDECK, RECENT_SECONDS, RunBoard, RunView
@@ -27,7 +29,7 @@ from app.runs_notify import ChangeWatch, Notice, osc_kind, sequences
 from widgets.run_board import board_text, board_title
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
-POLL_SECONDS = 0.5  # how often the logs are read (as watch polls: 0.2 s, one log)
+POLL_SECONDS = 0.25  # how often the logs are read (watch polls its one log every 0.2 s)
 MAX_PANES = 4
 GRID_MIN_WIDTH = 100  # columns below which marked runs open one at a time
 GRID_MIN_HEIGHT = 30  # rows below which four runs are two, side by side
@@ -41,25 +43,43 @@ def machine_board(*, recent: float = RECENT_SECONDS, copilot: bool = True) -> Ru
     return RunBoard(roots, recent=recent)
 
 
-class BoardView(Static):
-    """The board's text, drawn to the size it is given."""
+class BoardView(Widget):
+    """The board's lines, drawn to the size it is given.
+
+    Drawn line by line (Textual's line API) from strips made once per change: the
+    board redraws every second for its clocks, and turning a whole screen of rich
+    text into Textual's content on each frame cost ~20 times more."""
 
     DEFAULT_CSS = "BoardView { height: 1fr; }"
 
     def __init__(self, screen: RunsScreen) -> None:
         super().__init__(id="runs-board")
         self._board_screen = screen
+        self._key: tuple[object, ...] | None = None
+        self._strips: list[Strip] = []
 
-    def render(self) -> Any:
+    def render_line(self, y: int) -> Strip:
+        strips = self._lines()
+        return strips[y] if y < len(strips) else Strip.blank(self.size.width, self.rich_style)
+
+    def _lines(self) -> list[Strip]:
         s = self._board_screen
-        return board_text(
-            s.views,
-            width=max(20, self.size.width),
-            height=max(4, self.size.height),
-            now=s.clock(),
-            cursor=s.cursor,
-            marked=s.marked,
-        )
+        width, height = max(20, self.size.width), max(4, self.size.height)
+        now = s.clock()
+        key = (s.version, s.cursor, frozenset(s.marked), width, height, int(now))
+        if key != self._key:
+            self._key = key
+            text = board_text(
+                s.views, width=width, height=height, now=now, cursor=s.cursor, marked=s.marked
+            )
+            console, base = self.app.console, self.rich_style
+            self._strips = [
+                Strip(Segment.apply_style(line.render(console), base), line.cell_len)
+                .extend_cell_length(width, base)
+                .crop(0, width)
+                for line in text.split("\n", allow_blank=True)
+            ]
+        return self._strips
 
 
 class RunsScreen(Screen[None]):
@@ -96,6 +116,7 @@ class RunsScreen(Screen[None]):
         self.told: list[Notice] = []  # the notifications given, in order
         self.sent: list[str] = []  # what was written to the terminal (bell, OSC)
         self.polls = 0
+        self.version = 0  # bumped whenever the rows change
         self.view = BoardView(self)
 
     def compose(self) -> ComposeResult:
@@ -112,6 +133,7 @@ class RunsScreen(Screen[None]):
         if not self.board.poll() and self.views:
             return
         selected = self.selected
+        self.version += 1
         self.views = self.board.views()
         if selected is not None:  # the cursor follows its run as the rows re-sort
             ids = [v.session_id for v in self.views]
