@@ -26,7 +26,7 @@ from agent.log.places import copilot_home, loopdeck_home
 from agent.log.runs import COPILOT, LOOPDECK, RECENT_SECONDS, RunBoard, RunView
 from app.app_setup import set_up
 from app.runs_notify import ChangeWatch, Notice, osc_kind, sequences
-from widgets.run_board import board_text, board_title
+from widgets.run_board import board_text, board_title, terminal_title
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 POLL_SECONDS = 0.25  # how often the logs are read (watch polls its one log every 0.2 s)
@@ -123,6 +123,7 @@ class RunsScreen(Screen[None]):
         yield self.view
 
     def on_mount(self) -> None:
+        self._write("\x1b[22;0t")  # keep the terminal's title, to put it back on leaving
         self.poll()
         self.set_interval(self.poll_seconds, self.poll)
         self.set_interval(1.0, self.view.refresh)  # the clocks of running tools
@@ -139,10 +140,23 @@ class RunsScreen(Screen[None]):
             ids = [v.session_id for v in self.views]
             self.cursor = ids.index(selected.session_id) if selected.session_id in ids else 0
         self.cursor = min(self.cursor, max(0, len(self.views) - 1))
-        self.sub_title = board_title(self.views)
+        title = board_title(self.views)
+        if title != self.sub_title:
+            self.sub_title = title
+            # The window's (or tab's) title counts what waits, seen from elsewhere too.
+            self._write(f"\x1b]2;{terminal_title(self.views)}\x07")
         for notice in self.changes.notices(self.views):
             self._tell(notice)
         self.view.refresh()
+
+    def on_unmount(self) -> None:
+        self._write("\x1b[23;0t")  # the title the terminal had
+
+    def _write(self, text: str) -> None:
+        # Textual has no public call for raw output; App.bell writes the same way.
+        driver = getattr(self.app, "_driver", None)
+        if driver is not None and not self.app.is_headless:
+            driver.write(text)
 
     def _tell(self, notice: Notice) -> None:
         self.told.append(notice)
@@ -152,10 +166,7 @@ class RunsScreen(Screen[None]):
         if not text:
             return
         self.sent.append(text)
-        # Textual has no public call for raw output; App.bell writes the same way.
-        driver = getattr(self.app, "_driver", None)
-        if driver is not None and not self.app.is_headless:
-            driver.write(text)
+        self._write(text)
 
     @property
     def selected(self) -> RunView | None:

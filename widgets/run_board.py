@@ -61,6 +61,14 @@ def board_title(views: Sequence[RunView]) -> str:
     return " · ".join(parts)
 
 
+def terminal_title(views: Sequence[RunView]) -> str:
+    """The terminal window's title: what waits for a person, first."""
+    waiting = sum(1 for v in views if v.state in NEEDS_PERSON)
+    running = sum(1 for v in views if v.state in RUNNING)
+    lead = f"⚠ {waiting} waiting · " if waiting else ""
+    return f"{lead}{running} running · loopdeck runs"
+
+
 def header(views: Sequence[RunView], width: int) -> Text:
     waiting = any(v.state in NEEDS_PERSON for v in views)
     text = Text("loopdeck runs  ", style="bold")

@@ -19,6 +19,7 @@ from tests.support.app_harness import Harness, make_workspace, send, started
 from tests.support.board_logs import NOW, write_board
 from tests.support.cli import run
 from tests.support.pilot import wait_for
+from widgets.run_board import terminal_title
 
 
 @pytest.fixture
@@ -136,3 +137,9 @@ async def test_the_app_opens_the_board_with_ctrl_r_and_runs(tmp_path: Path) -> N
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(h.app.screen, RunsScreen), "the session")
         assert h.app.is_running
+
+
+def test_the_window_title_counts_what_waits() -> None:
+    views = [_view("a", WAITING), _view("b", "running a tool"), _view("c", DONE)]
+    assert terminal_title(views) == "⚠ 1 waiting · 1 running · loopdeck runs"
+    assert terminal_title(views[1:]) == "1 running · loopdeck runs"
