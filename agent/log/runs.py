@@ -27,6 +27,7 @@ from agent.log.store import pid_alive
 
 RECENT_SECONDS = 24 * 3600  # an ended run stays on the board this long (default)
 RESCAN_SECONDS = 2.0  # how often the session folders are listed again
+FIRST_READ_CHUNK = 4 << 20  # bytes read at a time when a log is first seen
 LOOPDECK = "loopdeck"
 COPILOT = "copilot"
 # What Copilot CLI leaves in a session folder a process has open is not documented:
@@ -64,10 +65,14 @@ class RunTracker:
         self.follower = LogFollower(path)
         self._meta_stamp: tuple[int, int] | None = None
         self.writer_alive: bool | None = None
+        self._read_once = False
 
     def poll(self) -> bool:
         """Read what was appended; whether the row changed."""
         before = self.row.lines + self.row.problems
+        if not self._read_once:
+            self._read_once = True
+            self._first_read()
         for line in self.follower.poll():
             fold_line(self.row, line)
         changed = self.row.lines + self.row.problems != before
@@ -77,6 +82,23 @@ class RunTracker:
         changed = changed or alive != self.writer_alive
         self.writer_alive = alive
         return changed
+
+    def _first_read(self) -> None:
+        """The log as it is, a chunk at a time (a long log is not held whole in
+        memory); the follower goes on from the end of its last whole line."""
+        try:
+            fh = self.path.open("rb")
+        except OSError:
+            return
+        offset, rest = 0, b""
+        with fh:
+            while chunk := fh.read(FIRST_READ_CHUNK):
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for raw in lines:
+                    offset += len(raw) + 1
+                    fold_line(self.row, raw.decode("utf-8", "replace"))
+        self.follower.skip_to(offset)
 
     def view(self) -> RunView:
         state = row_state(self.row, self.writer_alive)

@@ -192,3 +192,22 @@ def test_copilot_liveness_from_a_lock_naming_a_pid(tmp_path: Path) -> None:
     dead.wait()
     (tmp_path / f"inuse.{dead.pid}.lock").write_text("")
     assert copilot_alive(tmp_path) is False
+
+
+@pytest.mark.parametrize("log", LOGS[:3], ids=lambda p: p.parent.name[:40])
+def test_a_log_first_seen_is_read_a_chunk_at_a_time(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runs_module, "FIRST_READ_CHUNK", 333)  # lines cross every seam
+    copy = tmp_path / "s" / "events.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(log.read_bytes() + b'{"type":"abort","data":{}')  # and a torn tail
+    tracker = RunTracker(copy, COPILOT)
+    tracker.poll()
+    whole = _whole(log)
+    whole.session_id = tracker.row.session_id or whole.session_id
+    assert tracker.row == whole
+    with copy.open("ab") as out:
+        out.write(b',"timestamp":""}\n')  # the tail completed: read once, whole
+    assert tracker.poll()
+    assert tracker.row.outcome == "interrupted" and tracker.row.problems == 0
