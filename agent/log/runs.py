@@ -22,7 +22,7 @@ from pathlib import Path
 from agent.log.lock import in_use_by
 from agent.log.places import EVENTS_FILE, META_FILE
 from agent.log.replay import LogFollower
-from agent.log.run_fold import ORDER, RunRow, fold_line, row_state
+from agent.log.run_fold import IDLE, ORDER, RUNNING, RunRow, fold_line, row_state
 from agent.log.store import pid_alive
 
 RECENT_SECONDS = 24 * 3600  # an ended run stays on the board this long (default)
@@ -203,10 +203,11 @@ class RunBoard:
         return changed
 
     def views(self) -> list[RunView]:
-        """The rows, what needs a person first, then what runs, then what ended;
-        the most recently active first within each."""
+        """The rows, what needs a person first, then what runs, then what ended.
+        Within a group the newest first: runs that are working by when they started
+        (their order stays put while they write), the others by their last event."""
         views = [tracker.view() for tracker in self.trackers.values()]
-        views.sort(key=lambda v: (ORDER.get(v.state, 5), -(v.row.updated or 0.0)))
+        views.sort(key=_order)
         return views
 
     def _scan(self) -> bool:
@@ -230,6 +231,12 @@ class RunBoard:
                 self.trackers[log] = RunTracker(log, source)
                 added = True
         return added
+
+
+def _order(view: RunView) -> tuple[int, float, str]:
+    row = view.row
+    when = row.started if view.state in RUNNING or view.state == IDLE else row.updated
+    return (ORDER.get(view.state, 5), -(when or 0.0), view.session_id)
 
 
 def _held(folder: Path, source: str) -> bool:
