@@ -212,7 +212,10 @@ class RunBoard:
 
     def _scan(self) -> bool:
         oldest = self._now() - self.recent
-        added = False
+        gone = [log for log in self.trackers if not log.exists()]  # deleted sessions
+        for log in gone:
+            del self.trackers[log]
+        added = bool(gone)
         for root, source in self.roots:
             try:
                 folders = list(os.scandir(root))

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -211,3 +213,27 @@ def test_a_log_first_seen_is_read_a_chunk_at_a_time(
         out.write(b',"timestamp":""}\n')  # the tail completed: read once, whole
     assert tracker.poll()
     assert tracker.row.outcome == "interrupted" and tracker.row.problems == 0
+
+
+def test_working_runs_keep_their_place_and_deleted_ones_leave(tmp_path: Path) -> None:
+    logs = []
+    for n in (1, 2):
+        b = LogBuilder(sid(n), START + timedelta(minutes=n)).start("/w", "m").prompt(f"run {n}")
+        logs.append(b.turn(1, "x", "bash", {}).write(tmp_path / sid(n)))
+    locks = [SessionLock.acquire(log.parent, log.parent.name) for log in logs]
+    try:
+        board = RunBoard([(tmp_path, LOOPDECK)])
+        board.poll()
+        assert [v.row.first_prompt for v in board.views()] == ["run 2", "run 1"]
+        later = LogBuilder(sid(1), START + timedelta(hours=1)).tool_done(1)
+        with logs[0].open("a") as out:
+            out.write(json.dumps(later.lines[0]) + "\n")  # run 1 is the latest to write
+        board.poll()
+        assert [v.row.first_prompt for v in board.views()] == ["run 2", "run 1"]
+        locks[1].release()
+        shutil.rmtree(logs[1].parent)
+        board.poll(rescan=True)
+        assert [v.row.first_prompt for v in board.views()] == ["run 1"]
+    finally:
+        for lock in locks:
+            lock.release()
