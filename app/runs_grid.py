@@ -14,8 +14,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from agent.events.schema import event_from_json
-from agent.log.lock import in_use_by
 from agent.log.replay import EventIndex, LogFollower
+from agent.log.runs import writer_alive
 from agent.transcript.fold import Transcript
 from app.viewer import POLL_SECONDS, VIEWER_MAX_MOUNTED, WINDOW_TURNS, seed_usage
 from widgets.timeline import Timeline
@@ -53,7 +53,7 @@ class WatchPane(Vertical):
         transcript.turns = max(0, turns - WINDOW_TURNS)
         seed_usage(transcript, index, start)
         self.timeline.reset(transcript)
-        self.writer_alive = in_use_by(self.path.parent) is not None
+        self.writer_alive = writer_alive(self.path.parent) is not False
         self.timeline.load(index.read_rows(start, len(index)), finished=not self.writer_alive)
         self.follower.skip_to(index.size)
         self.set_interval(POLL_SECONDS, self.poll)
@@ -71,7 +71,7 @@ class WatchPane(Vertical):
             new += 1
         if new:
             self.timeline.transcript.finish_replay()
-        alive = self.writer_alive and in_use_by(self.path.parent) is not None
+        alive = self.writer_alive and writer_alive(self.path.parent) is not False
         if alive != self.writer_alive:
             # The writer is gone (its lock says so): what it left open never finishes.
             self.writer_alive = False

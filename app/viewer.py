@@ -20,6 +20,7 @@ from textual.widgets import Static
 from agent.events.schema import Event, event_from_json
 from agent.log.lock import in_use_by
 from agent.log.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
+from agent.log.runs import writer_alive
 from agent.log.store import unreadable_row
 from agent.transcript.fold import Transcript
 from app.app_setup import set_up
@@ -305,6 +306,9 @@ class WatchScreen(ViewerScreen):
         super().__init__(path, f"watch · {path.parent.name}")
         self.follower = LogFollower(path)
         self.problems = 0
+        # Its writer is known to be gone (its lock says so): what the log leaves open
+        # never finishes, and is drawn interrupted as replay draws it.
+        self.ended = False
 
     def on_mount(self) -> None:
         index = EventIndex.build(self.path)
@@ -314,7 +318,8 @@ class WatchScreen(ViewerScreen):
         transcript.turns = max(0, turns - WINDOW_TURNS)
         seed_usage(transcript, index, start)
         self.timeline.reset(transcript)
-        self.timeline.load(index.read_rows(start, len(index)))
+        self.ended = writer_alive(self.path.parent) is False
+        self.timeline.load(index.read_rows(start, len(index)), finished=self.ended)
         self.follower.skip_to(index.size)
         self.set_interval(POLL_SECONDS, self.poll)  # stops with the screen
         self._update_bar()
@@ -333,13 +338,19 @@ class WatchScreen(ViewerScreen):
             new += 1
         if new:
             self.timeline.transcript.finish_replay()
+        ended = not self.ended and writer_alive(self.path.parent) is False
+        if ended:
+            self.ended = True
+            self.timeline.finish_file()
         # A half-written line alone (a writer that died mid-line) changes the bar too.
-        if new or bool(self.follower.pending_partial) != was_partial:
+        if new or ended or bool(self.follower.pending_partial) != was_partial:
             self._update_bar()
 
     def _update_bar(self) -> None:
-        busy = self.timeline.transcript.busy
+        busy = self.timeline.transcript.busy and not self.ended
         state = ("● live — the agent is working", "bold") if busy else ("○ idle", "")
+        if self.ended:
+            state = ("○ ended — no process writes it any more", "")
         text = Text.assemble(state, f"   following {self.follower.path}", ("   q leave", "dim"))
         if self.follower.pending_partial:
             text.append("   (a line is being written)", style="dim italic")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.log.lock import in_use_by
+from agent.log.lock import LOCK_FILE, in_use_by
 from agent.log.places import EVENTS_FILE, META_FILE
 from agent.log.replay import LogFollower
 from agent.log.run_fold import IDLE, ORDER, RUNNING, RunRow, fold_line, row_state
@@ -105,10 +105,7 @@ class RunTracker:
         return RunView(self.row, state, self.source, self.path, self.writer_alive)
 
     def _alive(self) -> bool | None:
-        folder = self.path.parent
-        if self.source == LOOPDECK:
-            return in_use_by(folder) is not None
-        return copilot_alive(folder)
+        return writer_alive(self.path.parent)
 
     def _read_meta(self) -> bool:
         """Loopdeck's metadata: the nudge cap and the context window, which the log
@@ -134,6 +131,16 @@ class RunTracker:
             window if isinstance(window, int) and not isinstance(window, bool) else None
         )
         return True
+
+
+def writer_alive(folder: Path) -> bool | None:
+    """Whether the process writing this session folder still runs. A loopdeck
+    session (its lock or its metadata file there: every loopdeck writer takes the
+    lock) is judged by its lock's holder, however the writer died; else a Copilot CLI
+    lock-like file naming a pid decides; None when nothing tells (a bare log)."""
+    if (folder / LOCK_FILE).exists() or (folder / META_FILE).exists():
+        return in_use_by(folder) is not None
+    return copilot_alive(folder)
 
 
 def copilot_alive(folder: Path) -> bool | None:
@@ -244,6 +251,4 @@ def _order(view: RunView) -> tuple[int, float, str]:
 
 def _held(folder: Path, source: str) -> bool:
     """A run quiet for longer than the window still shows while its writer lives."""
-    if source == LOOPDECK:
-        return in_use_by(folder) is not None
-    return copilot_alive(folder) is True
+    return writer_alive(folder) is True

@@ -4,6 +4,8 @@ command line, and the board from the app (/runs, Ctrl+R)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +16,9 @@ from agent.log.runs import COPILOT, LOOPDECK, RunBoard, RunView
 from app.runs import RunsApp, RunsScreen
 from app.runs_grid import GridScreen, WatchPane
 from app.runs_notify import ChangeWatch, notify_mode, osc_kind, sequences
-from app.viewer import WatchScreen
+from app.viewer import ViewerApp, WatchScreen
 from tests.support.app_harness import Harness, make_workspace, send, started
-from tests.support.board_logs import NOW, write_board
+from tests.support.board_logs import NOW, START, LogBuilder, meta, sid, write_board
 from tests.support.cli import run
 from tests.support.pilot import wait_for
 from widgets.run_board import terminal_title
@@ -50,6 +52,9 @@ async def test_enter_opens_the_run_as_watch_draws_it_and_escape_comes_back(
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, WatchScreen), "watch")
         assert isinstance(app.screen, WatchScreen) and app.screen.path == chosen.path
+        # Its writer is gone (no lock holder): watch says so instead of "live".
+        assert app.screen.ended
+        assert "ended" in str(app.screen.bar.render())
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen, "the board again")
         assert screen.selected is chosen
@@ -143,3 +148,36 @@ def test_the_window_title_counts_what_waits() -> None:
     views = [_view("a", WAITING), _view("b", "running a tool"), _view("c", DONE)]
     assert terminal_title(views) == "⚠ 1 waiting · 1 running · loopdeck runs"
     assert terminal_title(views[1:]) == "1 running · loopdeck runs"
+
+
+async def test_watch_marks_a_run_whose_writer_was_killed(tmp_path: Path) -> None:
+    """A real process holds the run's lock, then dies by SIGKILL: watch stops calling
+    it live and draws what it left open as interrupted, as replay does."""
+    b = LogBuilder(sid(3), START).start("/w", "m").prompt("migrate")
+    log = b.turn(1, "Migrating.", "bash", {"command": "make migrate"}).write(
+        tmp_path / sid(3), meta()
+    )
+    code = (
+        "import sys; from agent.log.lock import SessionLock; from pathlib import Path;"
+        f"SessionLock.acquire(Path({str(log.parent)!r}), 'x'); print('held', flush=True);"
+        "sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        screen = WatchScreen(log)
+        async with ViewerApp(screen).run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            assert not screen.ended and "live" in str(screen.bar.render())
+            holder.kill()
+            holder.wait()
+            await wait_for(pilot, lambda: screen.ended, "the watch to see the writer gone")
+            assert "ended" in str(screen.bar.render())
+            tool = screen.timeline.transcript.get_tool("call-1")
+            assert tool is not None and tool.status == "interrupted"
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
