@@ -93,6 +93,7 @@ class LoopdeckApp(App[int]):
         Binding("ctrl+c", "quit_twice", "Quit", priority=True, show=False),
         Binding("ctrl+l", "load_earlier", "Load earlier", show=False),
         Binding("ctrl+o", "sessions", "Sessions"),
+        Binding("ctrl+r", "runs", "Runs"),
     ]
 
     def __init__(
@@ -493,6 +494,11 @@ class LoopdeckApp(App[int]):
 
     def action_sessions(self) -> None:
         self._switch.browse()
+
+    def action_runs(self) -> None:
+        from app.runs import open_board
+
+        open_board(self)
 
     def adopt(self, session: Session) -> None:
         """Show ``session`` in place of the one closed (see app/session_switch.py)."""

@@ -18,7 +18,7 @@ from agent import __version__
 from app.exit_codes import EXIT_OK, EXIT_USAGE
 from app.terminal import need_terminal, silence_stdout
 
-SUBCOMMANDS = ("sessions", "replay", "watch", "export")
+SUBCOMMANDS = ("sessions", "replay", "watch", "export", "runs")
 
 _DESCRIPTION = """\
 A terminal coding agent you can watch.
@@ -28,6 +28,7 @@ A terminal coding agent you can watch.
   loopdeck sessions                list recorded sessions (--copilot: Copilot CLI's)
   loopdeck replay SESSION          replay a session at the pace it happened
   loopdeck watch SESSION           follow a session another terminal is running
+  loopdeck runs                    a live board of every run on this machine
   loopdeck export SESSION          write a session as Markdown or HTML
   loopdeck --headless --stdio      be the runtime a Copilot SDK app drives (JSON-RPC)
 """

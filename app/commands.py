@@ -63,6 +63,9 @@ class CommandHost(Protocol):
 
     def action_sessions(self) -> None: ...
 
+    def action_runs(self) -> None:
+        """Open the board of the machine's runs (loopdeck runs)."""
+
     async def action_quit(self) -> None: ...
 
     def run_worker(
@@ -107,6 +110,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Shift+Tab", "switch mode"),
     ("Esc", "stop the running turn; idle: clear the prompt (Up brings it back)"),
     ("Ctrl+O", "sessions"),
+    ("Ctrl+R", "runs: every run on this machine"),
     ("Ctrl+P", "command palette"),
     ("Ctrl+C", "stop the running turn; idle: clear the prompt; twice: quit"),
 )
@@ -294,6 +298,10 @@ async def _sessions(app: CommandHost, arg: str) -> None:
         app.action_sessions()
 
 
+async def _runs(app: CommandHost, _: str) -> None:
+    app.action_runs()
+
+
 async def _fork(app: CommandHost, _: str) -> None:
     session = _session(app)
     if session is None or not _idle(app, session, "/fork"):
@@ -406,6 +414,7 @@ REGISTRY: tuple[Command, ...] = (
     Command("usage", "tokens and cost so far, and context use", _context),
     Command("resume", "resume another session (the browser, or an id)", _sessions, "[id]"),
     Command("sessions", "browse sessions", _sessions),
+    Command("runs", "the board of every run on this machine (Ctrl+R)", _runs),
     Command("fork", "continue in a new session with this history", _fork),
     Command("rename", "give this session a title", _rename, "<title>"),
     Command("export", "write this session as Markdown or HTML", _export, "[file]"),

@@ -1,4 +1,4 @@
-"""``loopdeck sessions | replay | watch | export``: parsing and dispatch."""
+"""``loopdeck sessions | replay | watch | export | runs``: parsing and dispatch."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ def run_subcommand(name: str, argv: list[str]) -> int:
             return _watch(argv)
         case "export":
             return _export(argv)
+        case "runs":
+            return _runs(argv)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -130,3 +132,38 @@ def _export(argv: list[str]) -> int:
         return 1
     sys.stderr.write(f"wrote {args.output}\n")
     return 0
+
+
+def _runs(argv: list[str]) -> int:
+    from app.runs_notify import NOTIFY_CHOICES, notify_mode
+
+    parser = _parser(
+        "runs", "A live board of the runs on this machine (loopdeck's and Copilot CLI's)."
+    )
+    parser.add_argument(
+        "--since",
+        type=float,
+        default=24.0,
+        metavar="HOURS",
+        help="show runs that ended up to HOURS ago (default 24); live ones always show",
+    )
+    parser.add_argument("--no-copilot", action="store_true", help="leave Copilot CLI's runs out")
+    parser.add_argument(
+        "--notify",
+        choices=NOTIFY_CHOICES,
+        default=None,
+        help="when a run starts waiting for approval or ends: the bell and a desktop "
+        "notification where the terminal shows one (auto, the default; config.toml "
+        "[runs] notify), only one of them, or nothing",
+    )
+    args = parser.parse_args(argv)
+    if args.since < 0:
+        parser.exit(EXIT_USAGE, "loopdeck runs: --since must be 0 hours or more\n")
+    _check_home(parser)
+    if not need_terminal(parser.prog, "for the runs as text: loopdeck sessions --all"):
+        return EXIT_USAGE
+    from app.runs import run_board
+
+    return run_board(
+        recent=args.since * 3600, copilot=not args.no_copilot, notify=notify_mode(args.notify)
+    )

@@ -20,6 +20,7 @@ from textual.widgets import Static
 from agent.events.schema import Event, event_from_json
 from agent.log.lock import in_use_by
 from agent.log.replay import SPEEDS, EventIndex, LogFollower, pacing, speed_label
+from agent.log.runs import writer_alive
 from agent.log.store import unreadable_row
 from agent.transcript.fold import Transcript
 from app.app_setup import set_up
@@ -207,7 +208,7 @@ class ReplayScreen(ViewerScreen):
         start = self.index.turn_starts[first_turn] if turns_before > WINDOW_TURNS else 0
         transcript = Transcript()
         transcript.turns = first_turn  # keep turn numbers true to the whole log
-        _seed_usage(transcript, self.index, start)
+        seed_usage(transcript, self.index, start)
         self.timeline.reset(transcript)
         if start > 0:
             keep_scrollbar_room(self.timeline)
@@ -305,6 +306,9 @@ class WatchScreen(ViewerScreen):
         super().__init__(path, f"watch · {path.parent.name}")
         self.follower = LogFollower(path)
         self.problems = 0
+        # Its writer is known to be gone (its lock says so): what the log leaves open
+        # never finishes, and is drawn interrupted as replay draws it.
+        self.ended = False
 
     def on_mount(self) -> None:
         index = EventIndex.build(self.path)
@@ -312,9 +316,10 @@ class WatchScreen(ViewerScreen):
         start = index.turn_starts[turns - WINDOW_TURNS] if turns > WINDOW_TURNS else 0
         transcript = Transcript()
         transcript.turns = max(0, turns - WINDOW_TURNS)
-        _seed_usage(transcript, index, start)
+        seed_usage(transcript, index, start)
         self.timeline.reset(transcript)
-        self.timeline.load(index.read_rows(start, len(index)))
+        self.ended = writer_alive(self.path.parent) is False
+        self.timeline.load(index.read_rows(start, len(index)), finished=self.ended)
         self.follower.skip_to(index.size)
         self.set_interval(POLL_SECONDS, self.poll)  # stops with the screen
         self._update_bar()
@@ -333,13 +338,19 @@ class WatchScreen(ViewerScreen):
             new += 1
         if new:
             self.timeline.transcript.finish_replay()
+        ended = not self.ended and writer_alive(self.path.parent) is False
+        if ended:
+            self.ended = True
+            self.timeline.finish_file()
         # A half-written line alone (a writer that died mid-line) changes the bar too.
-        if new or bool(self.follower.pending_partial) != was_partial:
+        if new or ended or bool(self.follower.pending_partial) != was_partial:
             self._update_bar()
 
     def _update_bar(self) -> None:
-        busy = self.timeline.transcript.busy
+        busy = self.timeline.transcript.busy and not self.ended
         state = ("● live — the agent is working", "bold") if busy else ("○ idle", "")
+        if self.ended:
+            state = ("○ ended — no process writes it any more", "")
         text = Text.assemble(state, f"   following {self.follower.path}", ("   q leave", "dim"))
         if self.follower.pending_partial:
             text.append("   (a line is being written)", style="dim italic")
@@ -347,7 +358,7 @@ class WatchScreen(ViewerScreen):
         self.refresh_status(busy=busy)
 
 
-def _seed_usage(transcript: Transcript, index: EventIndex, start: int) -> None:
+def seed_usage(transcript: Transcript, index: EventIndex, start: int) -> None:
     """A window that starts mid-log: the usage recorded before it still counts (and
     the window's first turn gets only its own)."""
     if start > 0:

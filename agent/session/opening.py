@@ -345,6 +345,9 @@ def save_meta(session: SessionInternals) -> None:
         "outcome": session._outcome,
         "producer": "loopdeck",
         "pid": os.getpid(),  # lets a listing tell "in progress" from "crashed"
+        # What the board (loopdeck runs) shows beside the log's nudges and usage.
+        "maxAutopilotContinues": session.max_autopilot_continues,
+        "contextWindow": session.context.limits.window,
         "platform": platform.system(),
     }
     if session._forked_from is not None:
