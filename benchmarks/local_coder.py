@@ -44,6 +44,7 @@ RESULTS = Path(__file__).parent / "results"
 ALIAS = "qwen2.5-coder"
 N_CTX = 16_384
 N_PREDICT = 1024  # one reply's cap: a model that rambles still ends its turn
+WORKSPACE = Path(tempfile.gettempdir()) / "loopdeck-local-coder" / "project"
 
 
 @dataclass
@@ -195,7 +196,11 @@ def run_task(
     shutil.rmtree(task_dir, ignore_errors=True)
     home = task_dir / "home"
     home.mkdir(parents=True)
-    workspace = Path(tempfile.mkdtemp(prefix=f"loopdeck-task-{task.name}-"))
+    # One path for every task: the system prompt names the working directory near its
+    # start, so the same path keeps the whole prompt (instructions and tools, ~3k tokens)
+    # in the server's prompt cache from one task to the next, as in one project.
+    workspace = WORKSPACE
+    shutil.rmtree(workspace, ignore_errors=True)
     make_repository(task, workspace)
     env = {
         **os.environ,
@@ -309,7 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=sorted(local_model.MODELS), default="1.5b")
     parser.add_argument("--tasks", help="comma-separated task names (default: all)")
-    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="llama.cpp threads (default 1: steadier than 2 on two busy cores)",
+    )
     parser.add_argument(
         "--cap", type=float, default=600, help="seconds a task may take (default 600)"
     )
