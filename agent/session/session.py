@@ -117,6 +117,8 @@ class Session:
     ) -> None:
         self.id = session_id
         self.model = model
+        # Tool calls the model writes in its text are read (see agent/loop/text_tool_calls.py).
+        self.text_tool_calls = False
         self.cwd = cwd.resolve()
         self.extra_dirs = [d.resolve() for d in extra_dirs or []]
         self.store = store
