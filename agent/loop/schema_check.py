@@ -35,6 +35,8 @@ def schema_problems(arguments: dict[str, Any], schema: dict[str, Any]) -> list[s
             if key not in properties:
                 problems.append(f"unknown field '{key}'")
     for key, value in arguments.items():
+        if value is None and key not in (required or ()):
+            continue  # an optional parameter left out, written as null
         rule = properties.get(key)
         if isinstance(rule, dict) and not _fits(value, rule):
             problems.append(f"field '{key}' should be {_expected(rule)}")
