@@ -3,7 +3,7 @@
 The full definitions of the built-in tools take more tokens than the full system
 prompt. Their compact form keeps what a call needs (names, types, which parameters
 are required, the enums) and says what the tool does in one line: parameter
-descriptions go, and an optional parameter's ``anyOf [X, null]`` becomes ``X``.
+descriptions and bounds go, and an optional parameter's ``anyOf [X, null]`` becomes ``X``.
 Another tool's (an MCP server's, an SDK app's) keeps its parameter descriptions:
 nothing else tells what they mean.
 """
@@ -25,8 +25,19 @@ DESCRIPTIONS = {
     "task_complete": "Finish the task, with a summary of what was done.",
     "exit_plan_mode": "Show the finished plan to the user.",
 }
-# Keys of a parameter's schema that say nothing a call needs.
-_DROPPED = ("description", "title", "default", "examples")
+# Keys of a parameter's schema that say nothing a call needs (the tool's own
+# validation still applies them, and says what was wrong).
+_DROPPED = (
+    "description",
+    "title",
+    "default",
+    "examples",
+    "additionalProperties",
+    "minLength",
+    "minItems",
+    "maxItems",
+    "exclusiveMinimum",
+)
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
