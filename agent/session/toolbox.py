@@ -32,6 +32,8 @@ class ModeToolbox:
         # Tools that join and leave while the session runs (MCP servers'): asked anew
         # on each refresh, added after the factory's, whose names win.
         self._joining: Callable[[], Sequence[Tool]] = lambda: ()
+        # The compact prompt and tools' definitions, for small windows (set_compact).
+        self.compact = False
 
     def registry(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
@@ -42,6 +44,7 @@ class ModeToolbox:
                     registry.register(tool)
             if mode == "plan":  # read-only, whatever the factory offers
                 registry = plan_registry(registry, self._exit_plan)
+            registry.compact = self.compact
             self._registries[mode] = registry
         return registry
 
@@ -50,6 +53,15 @@ class ModeToolbox:
         if prompt is None:
             prompt = self._prompts[mode] = self._build_prompt(mode, self.registry(mode).names())
         return prompt
+
+    def set_compact(self, compact: bool) -> None:
+        """Offer the compact prompt and tools' definitions (or the full ones) from the
+        next model call on."""
+        if compact != self.compact:
+            self.compact = compact
+            for registry in self._registries.values():
+                registry.compact = compact
+            self._prompts.clear()
 
     def forget_prompts(self) -> None:
         """What the prompt says changed (the model, the writable folders)."""
