@@ -31,6 +31,9 @@ from agent.loop.schema_check import schema_problems
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
+# Qwen2.5-Coder (1.5B) often wraps its call in the tag its chat template lists the
+# tools in, ``<tools>…</tools>``: read like ``<tool_call>``.
+TAGS = ((OPEN_TAG, CLOSE_TAG), ("<tools>", "</tools>"))
 FENCE = "```"
 # A fence's language that may hold a call: none, json, or the tag's name.
 CALL_FENCES = ("", "json", "tool_call")
@@ -150,10 +153,12 @@ def blocks_from(text: str, start: int, *, final: bool) -> list[Block] | None:
 
 def _block_at(text: str, pos: int, final: bool) -> Block | None:
     rest = len(text) - pos
-    if text.startswith(OPEN_TAG, pos):
-        return _closed(text, pos, pos + len(OPEN_TAG), CLOSE_TAG, "tag", final)
-    if not final and rest < len(OPEN_TAG) and OPEN_TAG.startswith(text[pos:]):
-        return Block("tag", pos, PARTIAL, "")
+    for open_tag, close_tag in TAGS:
+        if text.startswith(open_tag, pos):
+            return _closed(text, pos, pos + len(open_tag), close_tag, "tag", final)
+    for open_tag, _ in TAGS:
+        if not final and rest < len(open_tag) and open_tag.startswith(text[pos:]):
+            return Block("tag", pos, PARTIAL, "")
     if text.startswith(FENCE, pos):
         newline = text.find("\n", pos)
         language = text[pos + 3 : newline if newline >= 0 else len(text)].strip().lower()
