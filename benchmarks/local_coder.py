@@ -82,6 +82,10 @@ def from_text(request: dict[str, Any]) -> bool:
     return request.get("source") == "text"
 
 
+def looks_like_call(text: str) -> bool:
+    return '"arguments"' in text or '"parameters"' in text or "<tool" in text
+
+
 def summarise(events: list[dict[str, Any]]) -> dict[str, Any]:
     """The per-task figures from the JSON lines ``loopdeck -p --output-format json``
     prints (the same events its log holds)."""
@@ -114,8 +118,11 @@ def summarise(events: list[dict[str, Any]]) -> dict[str, Any]:
                 calls += len(requests)
                 texts += sum(1 for r in requests if from_text(r))
                 tools += [str(r.get("name")) for r in requests]
-                if not requests and data.get("content"):
-                    answers.append(str(data["content"]))
+                content = str(data.get("content") or "")
+                # A reply is an answer when it is prose: not a call the model wrote as
+                # text that did not run (its arguments would hold the words checked for).
+                if not requests and content and not looks_like_call(content):
+                    answers.append(content)
             case "tool.execution_complete" if not data.get("success"):
                 failures += 1
             case "session.task_complete" if data.get("summary"):
