@@ -296,7 +296,7 @@ def table(results: list[TaskResult]) -> str:
             f"| {r.input_tokens:,} / {r.output_tokens:,} "
             f"| {secs(r.ttft_first_s)} / {secs(r.ttft_median_s)} | {secs(r.tokens_per_s)} "
             f"| {r.tool_calls} ({r.tool_calls_from_text}) | {r.wall_s:.0f} "
-            f"| {r.why.replace('|', '/')} |"
+            f"| {r.why.replace('|', '/').replace(chr(10), ' ')[:90]} |"
         )
     solved = sum(r.ok for r in results)
     ttfts = [r.ttft_median_s for r in results if r.ttft_median_s is not None]

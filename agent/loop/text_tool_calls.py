@@ -147,7 +147,8 @@ def blocks_from(text: str, start: int, *, final: bool) -> list[Block] | None:
         pos = block.end
         while pos < len(text) and text[pos].isspace():
             pos += 1
-        if pos == len(text):
+        # A stray closing fence after the last tag (the model opened none) ends it too.
+        if pos == len(text) or (block.kind == "tag" and text[pos:].rstrip() == FENCE):
             return blocks
 
 
@@ -274,9 +275,15 @@ def _call_shapes(block: Block) -> list[Shape] | None:
     try:
         value = json.loads(block.body)
     except ValueError as exc:
-        if tagged:
-            return [f"the JSON inside <tool_call> tags could not be read ({_reason(exc)})"]
-        return None
+        repaired = _closed_brackets(block.body) if tagged else None
+        try:
+            value = json.loads(repaired) if repaired is not None else None
+        except ValueError:
+            value = None
+        if value is None:
+            if tagged:
+                return [f"the JSON inside <tool_call> tags could not be read ({_reason(exc)})"]
+            return None
     items = value if isinstance(value, list) and value else [value]
     shapes: list[Shape] = []
     for item in items:
@@ -285,6 +292,31 @@ def _call_shapes(block: Block) -> list[Shape] | None:
             return None
         shapes.append(shape)
     return shapes
+
+
+def _closed_brackets(body: str) -> str | None:
+    """``body`` with the closing brackets a model left off its end (Qwen2.5-Coder-1.5B
+    drops the last ``}`` of ``{"type": "function", "function": {…}}``), or None when
+    something else is wrong with it."""
+    closers: list[str] = []
+    in_string = escaped = False
+    for char in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            closers.append("}" if char == "{" else "]")
+        elif char in "}]" and (not closers or closers.pop() != char):
+            return None
+    if in_string or not closers:
+        return None
+    return body.rstrip() + "".join(reversed(closers))
 
 
 def _call_shape(item: Any, tagged: bool) -> Shape | None:

@@ -54,3 +54,34 @@ def test_a_tools_tag_split_across_chunks_is_never_shown(size: int) -> None:
     shown = [holdback.feed(text[i : i + size]) for i in range(0, len(text), size)]
     assert "".join(shown) == prose
     assert holdback.held == call
+
+
+def test_a_call_missing_its_last_brace_is_repaired() -> None:
+    # As the model wrote it: the outer object's closing brace left off.
+    text = (
+        '<tools>\n{"type": "function", "function": {"name": "view", '
+        '"arguments": {"path": "config.ini"}}\n</tools>'
+    )
+    found = parse_text_calls(text, TOOLS)
+    assert found is not None
+    assert found.calls == [TextCall("view", {"path": "config.ini"})]
+
+
+def test_brackets_that_do_not_match_stay_a_problem() -> None:
+    text = '<tool_call>{"name": "view", "arguments": {"path": "a.py"]}</tool_call>'
+    found = parse_text_calls(text, TOOLS)
+    assert found is not None
+    assert found.calls == []
+    assert "could not be read" in found.problems[0]
+
+
+def test_a_stray_closing_fence_after_the_last_tag() -> None:
+    view = json.dumps({"name": "view", "arguments": {"path": "app.py"}})
+    found = parse_text_calls(f"<tools>\n{view}\n</tools>\n```", TOOLS)
+    assert found is not None
+    assert [c.name for c in found.calls] == ["view"]
+
+
+def test_a_fence_after_a_bare_json_object_is_still_prose() -> None:
+    text = 'For example:\n{"name": "view", "arguments": {"path": "a.py"}}\n```'
+    assert parse_text_calls(text, TOOLS) is None
