@@ -215,6 +215,20 @@ def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
         "wait for the summary (off: for a server that serves one request at a time); "
         "config background_compaction; default auto: off with --api-base, else on",
     )
+    group.add_argument(
+        "--text-tool-calls",
+        choices=("auto", "on", "off"),
+        help="run a tool call the model writes in its reply's text (<tool_call> tags, a "
+        "JSON block) when the server returns none; config text_tool_calls; default "
+        "auto: on with --api-base, else off",
+    )
+    group.add_argument(
+        "--system-prompt",
+        choices=("auto", "compact", "full"),
+        help="the system prompt: compact (a short one for small models and windows) or "
+        "full; config system_prompt; default auto: compact for a context window of "
+        "8192 tokens or less",
+    )
 
 
 def _api_base(text: str) -> str:

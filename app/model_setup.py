@@ -150,8 +150,10 @@ async def open_session(
     except ScriptError as exc:
         raise SetupError(str(exc)) from exc
     context_window, max_output, compaction = context_settings(args)
-    if not background_compaction(args, getattr(model, "api_base", None)):
+    api_base = getattr(model, "api_base", None)
+    if not background_compaction(args, api_base):
         compaction = dataclasses.replace(compaction or CompactionSettings(), background=False)
+    local = local_model_settings(args, api_base)
     discard_unused = False
     if target is not None and target.fork_from is not None:
         resume_id = _fork(store, target.fork_from, model.name, cwd if args.cwd else None, cwd)
@@ -169,6 +171,7 @@ async def open_session(
                 env_filter=env_filter,
                 extra_dirs=extra_dirs,
             )
+        local.apply(session)
         session.configure_context(window=context_window, settings=compaction, max_output=max_output)
         session.discard_unused = discard_unused
         # Autopilot only when asked again: a resumed run never works unattended by itself.
@@ -189,6 +192,7 @@ async def open_session(
             sandbox=sandbox,
             env_filter=env_filter,
         )
+    local.apply(created)
     created.configure_context(window=context_window, settings=compaction, max_output=max_output)
     created.start_mcp(mcp)
     _subagent_models(created, spec, args.api_base or config_api_base, settings)
@@ -231,6 +235,32 @@ def background_compaction(args: argparse.Namespace, api_base: str | None) -> boo
     if choice in ("on", "off"):
         return choice == "on"
     return api_base is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LocalModelSettings:
+    """What helps small local models: tool calls read from text, the compact prompt."""
+
+    text_tool_calls: bool
+    system_prompt: str  # "auto" | "compact" | "full"
+
+    def apply(self, session: Session) -> None:
+        session.text_tool_calls = self.text_tool_calls
+        session.use_system_prompt(self.system_prompt)
+
+
+def local_model_settings(args: argparse.Namespace, api_base: str | None) -> LocalModelSettings:
+    """The flags over config.toml over "auto". Tool calls written as text are read by
+    default from a server of one's own (``api_base``): small local models often write
+    their calls as text, hosted providers return them structured."""
+    try:
+        config = read_config(user_config_dir(os.environ))
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from exc
+    text_calls = getattr(args, "text_tool_calls", None) or config.text_tool_calls
+    prompt = getattr(args, "system_prompt", None) or config.system_prompt or "auto"
+    read = text_calls == "on" if text_calls in ("on", "off") else api_base is not None
+    return LocalModelSettings(text_tool_calls=read, system_prompt=prompt)
 
 
 def _fork(store: SessionStore, source: Path, model: str, chosen: Path | None, here: Path) -> str:

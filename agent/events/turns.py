@@ -86,6 +86,9 @@ class ToolRequest(EventData):
     arguments: Any = None
     # "custom": a grammar-based tool call (e.g. gpt-5's apply_patch); absent means "function".
     type: Literal["function", "custom"] | None = "function"
+    # loopdeck's: the model wrote this call in its reply's text, and it was read from
+    # there (a server that returned no structured call; see agent/loop/text_tool_calls.py).
+    recovered_from_text: bool | None = None
 
 
 class AssistantMessageData(EventData):

@@ -10,8 +10,10 @@ from typing import Any
 from agent.models.context_window import MESSAGE_OVERHEAD, ContextLimits, estimate_tokens
 
 _ADVICE = (
-    "Give the model server's real window with --context-window (context_window), start "
-    "the server with a larger context, or use a model with a larger window"
+    "Give the model server's real window with --context-window (context_window; a window "
+    "of 8192 tokens or less gets the compact system prompt, or ask for it with "
+    "--system-prompt compact), start the server with a larger context, or use a model "
+    "with a larger window"
 )
 
 

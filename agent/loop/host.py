@@ -23,6 +23,8 @@ class LoopHost(Protocol):
     history: History
     model: ModelClient
     hooks: LoopHooks
+    # Read tool calls the model wrote in its reply's text (agent/loop/text_tool_calls.py).
+    text_tool_calls: bool
 
     @property
     def mode(self) -> Mode: ...

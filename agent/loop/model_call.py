@@ -12,19 +12,33 @@ text so far, clock) so an abort can record the partial reply.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
+from agent.events.base import now_iso
 from agent.events.schema import (
     AssistantMessageDeltaData,
     AssistantMessageStartData,
     AssistantReasoningDeltaData,
     AssistantTurnRetryData,
+    Event,
 )
 from agent.events.turn_notes import StreamClock, attempt_cut_note
+from agent.loop.call_holdback import CallHoldback
 from agent.loop.host import LoopHost
-from agent.models.base import ModelReply, ProviderError, ReasoningDelta, StreamItem, TextDelta
+from agent.loop.text_tool_calls import correction, parse_text_calls
+from agent.models.base import (
+    ModelReply,
+    ProviderError,
+    ReasoningDelta,
+    StreamItem,
+    TextDelta,
+    ToolCall,
+)
 from agent.models.provider_errors import IDLE_TIMEOUT_ADVICE
 
 # Longest stretch of stream handling between two yields to the event loop.
@@ -41,6 +55,10 @@ class ModelCall:
         # Chunks of the reply streaming now, joined on demand: ``+=`` on an attribute
         # copies the whole reply each time (quadratic: seconds for 100,000 chunks).
         self._chunks: list[str] = []
+        # Reading tool calls from the reply's text (the host's text_tool_calls): the
+        # stream holds back what may be one, and a malformed one is told to the model.
+        self._holdback: CallHoldback | None = None
+        self.text_call_problem: str | None = None
 
     @property
     def partial_text(self) -> str:
@@ -55,6 +73,7 @@ class ModelCall:
         while True:
             self.message_id = new_id()
             self._chunks = []
+            self.text_call_problem = None
             index = host.model_calls - 1
             beside_summary = False  # a summary was being made while this call waited
             try:
@@ -119,8 +138,10 @@ class ModelCall:
         start = host.emit(AssistantMessageStartData(message_id=self.message_id))
         self.clock = clock = StreamClock(start.timestamp)
         stream = host.model.stream(messages, tools, call_index=call_index)
+        self._holdback = CallHoldback() if host.text_tool_calls and tools else None
         try:
-            return await self._consume(stream, clock)
+            reply = await self._consume(stream, clock)
+            return self._text_calls(reply, tools)
         finally:
             # Closed here, not left to the collector: an async generator dropped
             # unfinished (it yields its reply last) is closed by asyncio's finalizer
@@ -143,10 +164,12 @@ class ModelCall:
             match item:
                 case TextDelta(text=text):
                     self._chunks.append(text)
-                    delta = host.emit(
-                        AssistantMessageDeltaData(message_id=self.message_id, delta_content=text)
-                    )
-                    clock.token(delta.timestamp)
+                    shown = self._holdback.feed(text) if self._holdback else text
+                    if shown:
+                        delta = self._show(shown)
+                        clock.token(delta.timestamp)
+                    else:
+                        clock.token(now_iso())  # held back, but a token all the same
                 case ReasoningDelta(text=text):
                     reasoning_id = reasoning_id or new_id()
                     delta = host.emit(
@@ -156,6 +179,36 @@ class ModelCall:
                 case ModelReply() as reply:
                     return reply
         raise ProviderError("server", "the model stream ended without a reply")
+
+    def _show(self, text: str) -> Event:
+        return self.host.emit(
+            AssistantMessageDeltaData(message_id=self.message_id, delta_content=text)
+        )
+
+    def _text_calls(self, reply: ModelReply, tools: list[dict[str, Any]]) -> ModelReply:
+        """A reply without structured tool calls whose text ends with calls: they
+        become its tool calls, and its text the prose before them. What was held back
+        and turns out to be prose is shown now."""
+        holdback = self._holdback
+        self._holdback = None
+        if holdback is None:
+            return reply
+        found = None if reply.tool_calls else parse_text_calls(reply.text, tools)
+        if found is None or not found.calls:
+            if found is not None:
+                self.text_call_problem = correction(found.problems)
+            if rest := holdback.flush():
+                self._show(rest)
+            return reply
+        if len(found.prose) > holdback.released:
+            self._show(found.prose[holdback.released :])
+        calls = [
+            ToolCall(
+                id=text_call_id(), name=c.name, arguments=json.dumps(c.arguments), from_text=True
+            )
+            for c in found.calls
+        ]
+        return dataclasses.replace(reply, text=found.prose, tool_calls=calls)
 
 
 def behind_summary(exc: ProviderError) -> ProviderError:
@@ -198,3 +251,8 @@ def too_long_alone(exc: ProviderError) -> ProviderError:
 
 def new_id() -> str:
     return str(uuid.uuid4())
+
+
+def text_call_id() -> str:
+    """An id for a call read from text, shaped like the ids providers give."""
+    return f"call_{uuid.uuid4().hex[:24]}"

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from agent.loop import compact_prompt
+
 INSTRUCTION_LIMIT = 20_000  # bytes per instructions file; more would crowd the context
+# ...and in the compact prompt, whose window is small.
+COMPACT_INSTRUCTION_LIMIT = 4_000
 
 _INTRO = """\
 You are loopdeck, a coding agent working in the user's terminal. You help with \
@@ -120,14 +124,29 @@ def build_system_prompt(
     today: date | None = None,
     platform_name: str | None = None,
     sandbox: str | None = None,
+    compact: bool = False,
 ) -> str:
     """The system prompt for ``mode`` ("interactive", "autopilot" or "plan").
 
     ``sandbox`` is the section saying what shell commands may not do, if any.
+    ``compact``: the short prompt for small models and windows (:mod:`agent.loop.compact_prompt`).
     """
     cwd = cwd.absolute()
     tools = set(tool_names)
     head = git_head(cwd)
+    if compact:
+        sections = [
+            compact_prompt.INTRO,
+            compact_prompt.environment(
+                str(cwd), _git_words(cwd, head), platform_name or _platform()
+            ),
+            compact_prompt.tools_section(tool_names),
+            sandbox if sandbox and "bash" in tools else "",
+            compact_prompt.mode_section(mode, tools),
+            compact_prompt.RULES,
+            _project_instructions(cwd, head.root if head else None, COMPACT_INSTRUCTION_LIMIT),
+        ]
+        return "\n\n".join(s for s in sections if s) + "\n"
     sections = [
         _INTRO,
         _environment(cwd, head, model, today or date.today(), platform_name or _platform()),
@@ -146,6 +165,17 @@ def _platform() -> str:
 
 
 def _environment(cwd: Path, head: GitHead | None, model: str, today: date, os_name: str) -> str:
+    return (
+        "# Environment\n"
+        f"- Working directory: {cwd}\n"
+        f"- Git: {_git_words(cwd, head)}\n"
+        f"- OS: {os_name}\n"
+        f"- Today: {today.isoformat()}\n"
+        f"- Model: {model}"
+    )
+
+
+def _git_words(cwd: Path, head: GitHead | None) -> str:
     if head is None:
         git = "not a git repository"
     elif head.branch:
@@ -156,14 +186,7 @@ def _environment(cwd: Path, head: GitHead | None, model: str, today: date, os_na
         git = "a repository whose HEAD could not be read"
     if head is not None and head.root != cwd:
         git += f" (repository root: {head.root})"
-    return (
-        "# Environment\n"
-        f"- Working directory: {cwd}\n"
-        f"- Git: {git}\n"
-        f"- OS: {os_name}\n"
-        f"- Today: {today.isoformat()}\n"
-        f"- Model: {model}"
-    )
+    return git
 
 
 def _tools_section(tool_names: list[str]) -> str:
@@ -259,9 +282,9 @@ def instruction_files(cwd: Path) -> list[Path]:
     return _instruction_paths(cwd, head.root if head else None)
 
 
-def _project_instructions(cwd: Path, git_root: Path | None) -> str:
+def _project_instructions(cwd: Path, git_root: Path | None, limit: int = INSTRUCTION_LIMIT) -> str:
     found = _instruction_paths(cwd, git_root)
-    blocks = [block for path in found if (block := _instruction_block(path, cwd))]
+    blocks = [block for path in found if (block := _instruction_block(path, cwd, limit))]
     if not blocks:
         return ""
     return (
@@ -287,18 +310,18 @@ def _instruction_paths(cwd: Path, git_root: Path | None) -> list[Path]:
     return found
 
 
-def _instruction_block(path: Path, cwd: Path) -> str:
+def _instruction_block(path: Path, cwd: Path, limit: int = INSTRUCTION_LIMIT) -> str:
     try:
         data = path.read_bytes()
     except OSError:
         return ""
-    text = data[:INSTRUCTION_LIMIT].decode("utf-8", errors="ignore").strip()
+    text = data[:limit].decode("utf-8", errors="ignore").strip()
     if not text:
         return ""
-    if len(data) > INSTRUCTION_LIMIT:
+    if len(data) > limit:
         text += (
             f"\n\n[Truncated: {path.name} is {len(data) // 1000} KB; only the first "
-            f"{INSTRUCTION_LIMIT // 1000} KB are shown. View the file for the rest.]"
+            f"{limit // 1000} KB are shown. View the file for the rest.]"
         )
     return f"## {_display(path, cwd)}\n\n{text}"
 

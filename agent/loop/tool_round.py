@@ -134,7 +134,12 @@ def tool_request(call: ToolCall) -> ToolRequest:
         parsed = None
     if isinstance(parsed, dict):
         arguments = parsed
-    return ToolRequest(tool_call_id=call.id, name=call.name, arguments=arguments)
+    return ToolRequest(
+        tool_call_id=call.id,
+        name=call.name,
+        arguments=arguments,
+        recovered_from_text=True if call.from_text else None,
+    )
 
 
 def with_hook_context(

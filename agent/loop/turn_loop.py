@@ -64,6 +64,9 @@ NUDGE = (
     "Do not call it while steps remain: finish them first."
 )
 DEFAULT_MAX_CONTINUES = 5
+# How many malformed calls written as text one send answers with a correction; after
+# that such a reply stands as it is (a model that cannot write the call won't learn).
+MAX_TEXT_CALL_CORRECTIONS = 3
 # How many times an agentStop hook may keep one send going.
 MAX_STOP_BLOCKS = 10
 
@@ -94,6 +97,8 @@ class TurnLoop:
         # The model call keeps its attempt's streaming state, for an abort to record.
         self._model_call = ModelCall(host)
         self._message_sent = False
+        self._corrections = 0
+        self._correction: str | None = None
 
     async def run(
         self,
@@ -225,6 +230,7 @@ class TurnLoop:
         while True:
             self._steer()
             requested_tools, completed = await self._turn()
+            self._correct()
             if completed:
                 return True
             if not requested_tools:
@@ -285,6 +291,8 @@ class TurnLoop:
                     )
                 )
             host.emit(turn_stats_note(turn_id, call.message_id, stats))
+            if not requests and self._correction_due(call.text_call_problem):
+                return True, False  # told after the turn; the model writes its call again
             if not requests:
                 self.outcome.final_text = reply.text
             pending = list(requests)
@@ -345,6 +353,23 @@ class TurnLoop:
                 group.create_task(one(request), name=f"tool:{request.tool_call_id}")
         order = {request.tool_call_id: i for i, request in enumerate(batch)}
         return sorted(done, key=lambda pair: order[pair[0].tool_call_id])
+
+    def _correction_due(self, problem: str | None) -> bool:
+        """A call written as text that could not run: the model is told what was wrong
+        once the turn has ended (:meth:`_correct`)."""
+        if problem is None or self._corrections >= MAX_TEXT_CALL_CORRECTIONS:
+            return False
+        self._corrections += 1
+        self._correction = problem
+        return True
+
+    def _correct(self) -> None:
+        if self._correction is not None:
+            host = self.host
+            host.emit(
+                UserMessageData(content=self._correction, agent_mode=host.mode, source="system")
+            )
+            self._correction = None
 
     def _interrupt(self, pending: list[ToolRequest], turn_id: str) -> None:
         """Record what an abort cut short, so history stays whole and nothing is lost."""

@@ -43,6 +43,8 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # raw JSON text as the model produced it; may be malformed
+    # Written in the reply's text, not as a structured call (agent/loop/text_tool_calls.py).
+    from_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)

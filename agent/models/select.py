@@ -179,10 +179,16 @@ class ConfigValues:
     infinite_sessions: dict[str, object] | None = None
     # Summaries while the turn goes on: "on", "off", or "auto" (off with an api_base).
     background_compaction: str | None = None
+    # Tool calls read from the reply's text: "on", "off", or "auto" (on with an api_base).
+    text_tool_calls: str | None = None
+    # The system prompt: "full", "compact", or "auto" (compact for a small window).
+    system_prompt: str | None = None
 
 
 SANDBOX_CHOICES = ("read-only", "workspace-write", "off")
 BACKGROUND_COMPACTION_CHOICES = ("auto", "on", "off")
+TEXT_TOOL_CALLS_CHOICES = ("auto", "on", "off")
+SYSTEM_PROMPT_CHOICES = ("auto", "compact", "full")
 
 
 def read_config(config_dir: Path) -> ConfigValues:
@@ -227,6 +233,8 @@ def read_config_file(path: Path) -> ConfigValues:
         background_compaction=_optional_choice(
             data, "background_compaction", BACKGROUND_COMPACTION_CHOICES, path
         ),
+        text_tool_calls=_optional_choice(data, "text_tool_calls", TEXT_TOOL_CALLS_CHOICES, path),
+        system_prompt=_optional_choice(data, "system_prompt", SYSTEM_PROMPT_CHOICES, path),
     )
 
 

@@ -37,6 +37,14 @@ class SessionLimits:
         found = limits_for(model.name, max_output=output)
         return dataclasses.replace(found, enforce_reply_room=True) if output else found
 
+    def known_window(self) -> int | None:
+        """The window the user gave, or a scripted model claims; None when only
+        litellm's map could tell (not looked up here: it loads litellm)."""
+        if self.window is not None:
+            return self.window
+        scripted = getattr(self._model(), "context_window", None)
+        return scripted if isinstance(scripted, int) and scripted > 0 else None
+
     def new_meter(self) -> TokenMeter:
         """A meter for the model now: its window, output limit and tokenizer, and no
         correction learnt from another provider's counts. Looks nothing up yet."""

@@ -49,6 +49,7 @@ from agent.events.usage_ledger import UsageLedger
 from agent.log.lock import SessionLock
 from agent.log.store import SessionStore
 from agent.log.writer import LogWriteError, SessionWriter
+from agent.loop.compact_prompt import wants_compact
 from agent.loop.compaction import ContextKeeper
 from agent.loop.compaction_settings import CompactionSettings
 from agent.loop.history import History
@@ -121,6 +122,9 @@ class Session:
     ) -> None:
         self.id = session_id
         self.model = model
+        # Tool calls the model writes in its text are read (see agent/loop/text_tool_calls.py).
+        self.text_tool_calls = False
+        self._prompt_style = "auto"  # "full", "compact" or "auto" (use_system_prompt)
         self.cwd = cwd.resolve()
         self.extra_dirs = [d.resolve() for d in extra_dirs or []]
         self.store = store
@@ -192,6 +196,7 @@ class Session:
         # The model's context window: measured before each call, compacted when full.
         self._limits = SessionLimits(lambda: self.model)
         self.context = ContextKeeper(self, self._limits.new_meter())
+        self._choose_prompt()  # a scripted model may claim a small window
         # Resumed: how many backlog events came from the log (the rest are this run's),
         # and what was read of it (its index, for the timeline's earlier turns).
         self.restored = 0
@@ -434,6 +439,7 @@ class Session:
             self.context.meter = self._limits.new_meter()
         if settings is not None:
             self.context.settings = settings
+        self._choose_prompt()
         if window is not None:
             # A window the user gave is known without litellm: say now if it is too small.
             self.context.check_fit()
@@ -467,6 +473,15 @@ class Session:
     def system_prompt(self) -> str:
         return self.toolbox.system_prompt(self._mode)
 
+    def use_system_prompt(self, style: str) -> None:
+        """"full", "compact" (a short prompt and tools' definitions, for small models
+        and windows) or "auto" (compact for a small context window)."""
+        self._prompt_style = style
+        self._choose_prompt()
+
+    def _choose_prompt(self) -> None:
+        self.toolbox.set_compact(wants_compact(self._prompt_style, self._limits.known_window()))
+
     def _build_prompt(self, mode: Mode, tool_names: list[str]) -> str:
         prompt = build_system_prompt(
             cwd=self.cwd,
@@ -474,6 +489,7 @@ class Session:
             tool_names=tool_names,
             model=self.model.name,
             sandbox=self.sandbox.prompt_section(mode) if self.sandbox else None,
+            compact=self.toolbox.compact,
         )
         extra = self.extensions.prompt_sections(tool_names)  # a custom agent, skills
         return f"{prompt}\n{extra}\n" if extra else prompt
@@ -542,6 +558,7 @@ class Session:
             previous = self.model.name
             self.model = model
             self.toolbox.forget_prompts()
+            self._choose_prompt()  # a scripted model's window is its own
             # Its window, output limit and tokenizer, and no correction learnt from
             # another provider's counts.
             self.context.meter = self._limits.new_meter()

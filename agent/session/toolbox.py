@@ -41,6 +41,8 @@ class ModeToolbox:
         self._gone: list[Callable[[], Mapping[str, str]]] = []  # joined, then left: why
         # What the selected custom agent keeps of them (agent/session/extensions.py).
         self.narrow: Callable[[ToolRegistry], ToolRegistry] = lambda registry: registry
+        # The compact prompt and tools' definitions, for small windows (set_compact).
+        self.compact = False
 
     def registry(self, mode: Mode) -> ToolRegistry:
         registry = self._registries.get(mode)
@@ -59,6 +61,7 @@ class ModeToolbox:
                 for name, why in gone().items():
                     if name not in registry:
                         registry.mark_gone(name, why)
+            registry.compact = self.compact
             self._registries[mode] = registry
         return registry
 
@@ -67,6 +70,15 @@ class ModeToolbox:
         if prompt is None:
             prompt = self._prompts[mode] = self._build_prompt(mode, self.registry(mode).names())
         return prompt
+
+    def set_compact(self, compact: bool) -> None:
+        """Offer the compact prompt and tools' definitions (or the full ones) from the
+        next model call on."""
+        if compact != self.compact:
+            self.compact = compact
+            for registry in self._registries.values():
+                registry.compact = compact
+            self._prompts.clear()
 
     def forget_prompts(self) -> None:
         """What the prompt says changed (the model, the writable folders)."""

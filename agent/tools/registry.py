@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from agent.tools.ask_user import AskUserTool
 from agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 from agent.tools.bash import BashTool
+from agent.tools.compact_schema import compact_schema
 from agent.tools.create import CreateTool
 from agent.tools.edit import EditTool
 from agent.tools.glob import GlobTool
@@ -30,6 +31,7 @@ class ToolRegistry:
         # Tools offered before and gone since (an MCP server that went down): what a
         # call to one says instead of "unknown tool".
         self._gone: dict[str, str] = {}
+        self._compact = False
         for tool in tools:
             self.register(tool)
 
@@ -50,8 +52,20 @@ class ToolRegistry:
 
     def schemas(self) -> list[dict[str, Any]]:
         if self._schemas is None:
-            self._schemas = [tool.schema() for tool in self._tools.values()]
+            schemas = [tool.schema() for tool in self._tools.values()]
+            self._schemas = [compact_schema(s) for s in schemas] if self._compact else schemas
         return self._schemas
+
+    @property
+    def compact(self) -> bool:
+        """Whether :meth:`schemas` are the short ones (agent/tools/compact_schema.py)."""
+        return self._compact
+
+    @compact.setter
+    def compact(self, value: bool) -> None:
+        if value != self._compact:
+            self._compact = value
+            self._schemas = None
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

@@ -46,7 +46,7 @@ async def test_a_summary_asks_for_less_than_it_replaces(
     # ~400 tokens of conversation (as counted before the server's first report) asking
     # for those 2,250 could come back larger than it.
     model = LiteLLMModel("openai/local-model", api_base="http://127.0.0.1:9/v1")
-    session, _ = await new_session(model, tmp_path)
+    session, _ = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW)
     await session.send_and_wait(padded("the task: write a lexer"))
     await session.send_and_wait("and its tests")
@@ -67,7 +67,7 @@ async def test_a_summary_asks_for_no_more_than_the_output_limit_given(
     # A server that writes 256 tokens at most (llama.cpp's --n-predict), told with
     # --max-output-tokens: a summary of thousands of tokens asks for those 256.
     model = LiteLLMModel("openai/local-model", api_base="http://127.0.0.1:9/v1")
-    session, _ = await new_session(model, tmp_path)
+    session, _ = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW, max_output=256)
     await session.send_and_wait(f"the task: write a lexer\n{FILLER * 8}")
     await session.send_and_wait("and its tests")
@@ -82,7 +82,7 @@ async def test_a_summary_no_smaller_than_what_it_replaces_is_a_failed_compaction
     tmp_path: Path,
 ) -> None:
     model = long_summary_model([{"text": "one"}, {"text": "two"}], "<overview>" + FILLER * 4)
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     await session.send_and_wait(padded("the task"))
     await session.send_and_wait("go on")
     before = list(session.history.messages)
@@ -104,7 +104,7 @@ async def test_over_the_blocking_threshold_a_growing_summary_falls_back_to_dropp
     model = long_summary_model(
         [{"text": big}, {"text": "ok"}], "<overview>" + "z" * 24_000 + "</overview>"
     )
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     await session.send_and_wait("write a long text")
     session.configure_context(window=WINDOW)
     await session.send_and_wait("NEW PROMPT")
@@ -134,6 +134,7 @@ def test_a_window_the_system_prompt_does_not_fit_is_told_at_start_up(
     # ~2,400 tokens of system prompt and tools in 2,048 (512 of them kept for the reply).
     monkeypatch.chdir(tmp_path)
     argv = ["-p", "hi", "--model", "scripted:demo", "--context-window", "2048"]
+    argv += ["--system-prompt", "full"]  # the compact one (~1,000 tokens) would fit
     capsys.readouterr()
     assert main([*argv, "--output-format", "json"]) == 0
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -156,7 +157,7 @@ def test_a_window_the_system_prompt_does_not_fit_is_told_at_start_up(
 
 async def test_a_window_the_system_prompt_nearly_fills_is_told_once(tmp_path: Path) -> None:
     model = FakeCountingModel(ScriptedModel(Script.model_validate({"turns": []}), "small"))
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     # A window whose request budget (three quarters of it) the fixed part fills to 90 %.
     window = round(fixed_tokens(session) / 0.9 / 0.75)
     session.configure_context(window=window)

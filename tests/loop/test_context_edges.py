@@ -55,7 +55,7 @@ async def test_each_request_asks_for_no_more_reply_than_the_window_keeps(
         api_base="http://127.0.0.1:9/v1",
         extra={"max_tokens": 100_000},  # a setting too large for the window is bounded
     )
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW)
     await session.send_and_wait("hello")
     assert acompletion.calls[-1]["max_tokens"] == 2_000
@@ -118,7 +118,7 @@ async def chatted(
     window (no summary in the background below 0.9): a request the provider may well
     refuse when loopdeck's count is low."""
     model = LiteLLMModel("openai/local-model", api_base="http://127.0.0.1:9/v1")
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(
         window=WINDOW, settings=CompactionSettings(True, background_threshold=0.9)
     )
@@ -218,7 +218,7 @@ async def test_compact_with_a_focus_takes_the_place_of_a_summary_in_flight(
     tmp_path: Path,
 ) -> None:
     model = FakeSlowSummaryModel(ScriptedModel(two_exchanges(), "slow"))
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     await session.send_and_wait(padded("the task: write a lexer"))
     await session.send_and_wait("and its tests")
     keeper = session.context
@@ -259,7 +259,7 @@ def failing_run(turns: int) -> FakeCountingModel:
 async def test_a_failing_summarizer_is_not_asked_again_at_every_call(tmp_path: Path) -> None:
     notes(tmp_path / "ws", 2_400)  # ~600 tokens a read
     model = failing_run(30)
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW)
     outcome = await session.send_and_wait("Read the notes.")
     assert outcome.final_text == "finished" and outcome.error is None
@@ -305,7 +305,7 @@ async def test_the_summary_request_fits_the_window_in_the_providers_scale(
     # show): the summary's own request must fit the window in its scale too, or it is
     # refused as well, just when a summary is the way out.
     model = scripted([{"text": "x" * 40_000}, {"text": "ok"}])
-    session, _ = await new_session(model, tmp_path)
+    session, _ = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW)
     await session.send_and_wait("write a long text")
     session.context.meter.ratio = 2.0
@@ -325,7 +325,7 @@ async def test_dropping_the_oldest_keeps_the_results_the_model_asked_for(tmp_pat
     read = {"name": "view", "arguments": {"path": "notes.txt"}}
     turns = [tool_turn(0), {"text": "two at once", "tool_calls": [read] * 2}]
     model = scripted([*turns, {"text": "finished"}])
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
     outcome = await session.send_and_wait("Read the notes.")
     assert outcome.final_text == "finished"
@@ -341,7 +341,7 @@ async def test_dropping_the_oldest_counts_cut_results_as_sent(tmp_path: Path) ->
     # sent of it when dropped: the truncation's numbers are those of the request.
     notes(tmp_path / "ws", 40_000)
     model = scripted([*(tool_turn(i) for i in range(5)), {"text": "finished"}])
-    session, _ = await new_session(model, tmp_path)
+    session, _ = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW, settings=CompactionSettings(enabled=False))
     reported: list[tuple[int, int]] = []  # (after a drop by its numbers, next measured)
     after: list[int] = []
@@ -367,7 +367,7 @@ async def test_a_summarys_numbers_count_cut_results_as_sent(tmp_path: Path) -> N
     # are those of the requests, not of the result's whole size.
     notes(tmp_path / "ws", 40_000)
     model = scripted([tool_turn(0), {"text": "read"}, {"text": "ok"}])
-    session, _ = await new_session(model, tmp_path)
+    session, _ = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=WINDOW)
     await session.send_and_wait("Read the notes.")
     await session.send_and_wait("and then?")
@@ -389,7 +389,7 @@ async def test_the_prompt_is_never_summarised_when_nothing_older_can_be(tmp_path
     # background threshold with nothing before it. It is sent word for word: the
     # summary must never cover the prompt being answered.
     model = scripted([{"text": "one"}])
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=3_000)
     await session.send_and_wait("hi")
     assert model.seen_messages[-1][-1]["content"] == "hi"
@@ -400,7 +400,7 @@ async def test_the_prompt_is_never_summarised_when_nothing_older_can_be(tmp_path
 
 async def test_compact_does_not_summarise_the_summary_alone(tmp_path: Path) -> None:
     model = scripted([{"text": "first answer"}])
-    session, _ = await new_session(model, tmp_path)
+    session, _ = await new_session(model, tmp_path, system_prompt="full")
     await session.send_and_wait(padded("the task"))
     outcomes = [await session.context.compact_now() for _ in range(3)]
     assert session.history.messages[0]["content"].startswith(SUMMARY_PREFIX)
@@ -415,7 +415,7 @@ async def test_a_window_the_system_prompt_fills_is_named_as_the_cause(
     # Refused with nothing to take out, and the prompt is "hi": what does not fit is
     # the system prompt and the tools' definitions, and the user is told so.
     model = LiteLLMModel("openai/local-model", api_base="http://127.0.0.1:9/v1")
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     session.configure_context(window=2_048)
     acompletion.refuse = [too_long("context_window_exceeded")]
     outcome = await session.send_and_wait("hi")

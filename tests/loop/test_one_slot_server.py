@@ -64,7 +64,7 @@ async def one_slot_session(
 ) -> tuple[Session, FakeRecorder, FakeOneSlotModel]:
     script = Script.model_validate({"turns": [{"text": BIG}, {"text": "ok"}]})
     model = FakeOneSlotModel(ScriptedModel(script, "one-slot"))
-    session, seen = await new_session(model, tmp_path)
+    session, seen = await new_session(model, tmp_path, system_prompt="full")
     model.compacting = lambda: session.context.compacting
     await session.send_and_wait("write a long text")
     settings = CompactionSettings(background_threshold=0.6, background=background)

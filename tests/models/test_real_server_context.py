@@ -103,6 +103,7 @@ async def new_session(server: LlamaServer, tmp: Path, window: int) -> Session:
     ws.mkdir()
     model = LiteLLMModel(MODEL, api_base=server.api_base, idle_timeout=GIVE_UP)
     session = await Session.create(model=model, cwd=ws, store=SessionStore(tmp / "home"))
+    session.use_system_prompt("full")  # the sizes here are the full prompt's
     # The reply's room is the server's n_predict: each request asks for that much.
     session.configure_context(window=window, max_output=N_PREDICT)
     return session

@@ -64,6 +64,7 @@ def test_a_compaction_in_a_small_window_waits_for_its_summary_and_shrinks_the_co
 ) -> None:
     monkeypatch.chdir(tmp_path)
     flags = ["--model", MODEL, "--api-base", server.api_base, "--context-window", str(WINDOW)]
+    flags += ["--system-prompt", "full"]  # the sizes here are the full prompt's
     # loopdeck's prompt and tools take ~2,900 of the 4,608 tokens a request may hold
     # (the window less 1,536 kept for the reply), as the server counts. ~650 tokens:
     # the first exchange takes the context to ~78 %.
@@ -93,6 +94,7 @@ def test_a_window_its_own_prompt_does_not_fit_is_told_at_start_up(
     server: LlamaServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     flags = ["--model", MODEL, "--api-base", server.api_base, "--context-window", "2048"]
+    flags += ["--system-prompt", "full"]  # the compact prompt would fit
     capsys.readouterr()
     main(["-p", "hi", *flags, "--output-format", "json", "--cwd", str(tmp_path)])
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

