@@ -155,6 +155,7 @@ class HostedSession:
         session.permissions.ask_in_every_mode = True
         # exit_plan_mode: the app answers if it registered a handler (app/server/plan.py).
         self.answers_plans = False
+        self.user_named = False  # the app named it (session.name.set): no auto names after
         session.plan.reviewer = app_plan_reviewer(self)
         self._unsubscribe = session.subscribe(self._forward)
 

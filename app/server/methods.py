@@ -26,6 +26,7 @@ from app.server.bridge import HostedSession
 from app.server.methods_messages import MessageMethods
 from app.server.methods_sessions import SessionMethods
 from app.server.methods_state import StateMethods
+from app.server.methods_workspace import WorkspaceMethods
 from app.server.rpc import METHOD_NOT_FOUND, SERVER_ERROR, Connection, RpcError
 
 PROTOCOL_VERSION = 3
@@ -33,7 +34,7 @@ PROTOCOL_VERSION = 3
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 
 
-class Runtime(SessionMethods, MessageMethods, StateMethods):
+class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
     """Everything the server knows: its sessions, how to make new ones, and the
     table of the methods it serves."""
 
@@ -83,6 +84,18 @@ class Runtime(SessionMethods, MessageMethods, StateMethods):
             # The todo list (session.todos_changed is only a signal): its rows.
             "session.plan.readSqlTodos": self.todos_read,
             "session.plan.readSqlTodosWithDependencies": self.todos_read_with_dependencies,
+            "session.workspaces.getWorkspace": self.workspaces_get,
+            "session.workspaces.listFiles": self.workspaces_list_files,
+            "session.workspaces.readFile": self.workspaces_read_file,
+            "session.workspaces.createFile": self.workspaces_create_file,
+            "session.workspaces.saveLargePaste": self.workspaces_save_large_paste,
+            "session.workspaces.listCheckpoints": self.workspaces_list_checkpoints,
+            "session.workspaces.readCheckpoint": self.workspaces_read_checkpoint,
+            "session.name.get": self.name_get,
+            "session.name.set": self.name_set,
+            "session.name.setAuto": self.name_set_auto,
+            "session.metadata.snapshot": self.metadata_snapshot,
+            "session.instructions.getSources": self.instructions_get_sources,
         }
 
     # --- dispatch --------------------------------------------------------------
