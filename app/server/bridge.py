@@ -155,6 +155,8 @@ class HostedSession:
         session.permissions.ask_in_every_mode = True
         # exit_plan_mode: the app answers if it registered a handler (app/server/plan.py).
         self.answers_plans = False
+        # The runtime's session.lifecycle, told of every event after the app's copy.
+        self.on_event: Callable[[Session, Event], None] | None = None
         self.user_named = False  # the app named it (session.name.set): no auto names after
         session.plan.reviewer = app_plan_reviewer(self)
         self._unsubscribe = session.subscribe(self._forward)
@@ -169,6 +171,8 @@ class HostedSession:
         if not event.ephemeral:
             self.events.append(event)
         self._send(event)
+        if self.on_event is not None:
+            self.on_event(self.session, event)
 
     def _send(self, event: Event) -> None:
         params = {"sessionId": self.session.id, "event": event.wire()}

@@ -105,6 +105,7 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
 
     def attach(self, conn: Connection) -> None:
         conn.on_close.append(self._connection_closed)
+        self.lifecycle.join(conn)
 
     async def handle(self, conn: Connection, method: str, params: dict[str, Any]) -> Any:
         handler = self._methods.get(method)
@@ -115,6 +116,7 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
         return await handler(conn, params)
 
     def _connection_closed(self, conn: Connection) -> None:
+        self.lifecycle.leave(conn)
         for session_id, hosted in list(self.sessions.items()):
             if conn in hosted.connections and hosted.detach(conn):
                 del self.sessions[session_id]
