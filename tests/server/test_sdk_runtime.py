@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -617,7 +618,9 @@ async def test_stdio_wire_framing_errors_and_sdk_flags(tmp_path: Path) -> None:
         "--session-idle-timeout",
         "30",
         "--remote",
-        "--a-flag-from-a-newer-sdk",
+        "--no-color",  # Copilot's, nothing in loopdeck: accepted
+        "--log-dir",
+        str(tmp_path / "copilot-logs"),
         "--stdio",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
@@ -800,3 +803,17 @@ async def test_history_compact_and_infinite_sessions_settings(shared: Runtime) -
                 "buffer_exhaustion_threshold": 0.5,
             },
         )
+
+
+async def test_a_flag_copilot_does_not_know_fails_start_up_with_its_stderr(
+    tmp_path: Path,
+) -> None:
+    client = CopilotClient(
+        connection=RuntimeConnection.for_stdio(path=LOOPDECK, args=["--no-such-flag-anywhere"]),
+        env=runtime_env(tmp_path / "home"),
+        working_directory=str(tmp_path),
+    )
+    with pytest.raises(RuntimeError, match="no-such-flag-anywhere"):
+        await within(client.start())
+    with contextlib.suppress(Exception):
+        await within(client.stop())
