@@ -112,7 +112,9 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if self.token is not None and not conn.connected and method != "connect":
-            raise RpcError(SERVER_ERROR, "connect with the connection token first")
+            raise RpcError(
+                SERVER_ERROR, "AUTHENTICATION_FAILED: connect with the connection token first"
+            )
         return await handler(conn, params)
 
     def _connection_closed(self, conn: Connection) -> None:
@@ -139,7 +141,7 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
 
     async def connect(self, conn: Connection, params: dict[str, Any]) -> Any:
         if self.token is not None and params.get("token") != self.token:
-            raise RpcError(SERVER_ERROR, "invalid connection token")
+            raise RpcError(SERVER_ERROR, "AUTHENTICATION_FAILED: invalid connection token")
         conn.connected = True
         return {"ok": True, "protocolVersion": PROTOCOL_VERSION, "version": __version__}
 
@@ -147,7 +149,7 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
         message = params.get("message")
         return {
             "message": f"pong: {message}" if message else "pong",
-            "timestamp": int(time.time() * 1000),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),  # ISO 8601
             "protocolVersion": PROTOCOL_VERSION,
         }
 

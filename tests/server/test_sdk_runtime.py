@@ -37,6 +37,7 @@ from copilot.generated.rpc import (  # noqa: E402
     PermissionDecisionApproveOnce,
     PermissionDecisionReject,
     PermissionDecisionRequest,
+    PingRequest,
     SessionHistoryCompactRequest,
 )
 from copilot.generated.session_events import (  # noqa: E402
@@ -566,7 +567,7 @@ async def test_tcp_transport_with_a_connection_token(tmp_path: Path) -> None:
         intruder = CopilotClient(
             connection=RuntimeConnection.for_uri(f"127.0.0.1:{port}", connection_token="wrong")
         )
-        with pytest.raises(JsonRpcError, match="token"):
+        with pytest.raises(JsonRpcError, match="AUTHENTICATION_FAILED"):
             await within(intruder.start())
         await within(intruder.force_stop())
     finally:
@@ -583,6 +584,8 @@ async def test_unknown_methods_answer_32601_and_the_runtime_goes_on(shared: Runt
         await within(raw.request("session.abort", {"sessionId": "no-such-session"}))
     assert "not found" in missing.value.message.lower()
     assert (await within(shared.client.ping("still there?"))).protocol_version == 3
+    pong = await within(shared.client.rpc.ping(PingRequest(message="now")))
+    assert pong.message == "pong: now" and pong.timestamp.year >= 2024
 
 
 # --- the wire itself, without the SDK ------------------------------------------------
