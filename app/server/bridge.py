@@ -30,6 +30,7 @@ from agent.session.session import Session
 from agent.tools.base import Tool, ToolResult
 from agent.tools.external import ExternalToolCalls, ExternalToolSpec, external_tool
 from agent.tools.registry import ToolRegistry, default_tools
+from app.server.event_log import EventLog
 from app.server.plan import app_plan_reviewer
 from app.server.rpc import INVALID_PARAMS, Connection, ConnectionClosed, RpcError
 
@@ -141,6 +142,7 @@ class HostedSession:
         self.calls = ExternalToolCalls(session.emit, session.id)
         tools.calls = self.calls
         self.events: list[Event] = [e for e in session.backlog if not e.ephemeral]
+        self.event_log = EventLog(self.events)  # session.eventLog.* reads these
         self.connections: list[Connection] = []
         self.owner: Connection | None = None  # answers hooks; the last to attach
         self.hooks_enabled = False
@@ -170,6 +172,7 @@ class HostedSession:
     def _forward(self, event: Event) -> None:
         if not event.ephemeral:
             self.events.append(event)
+            self.event_log.appended()
         self._send(event)
         if self.on_event is not None:
             self.on_event(self.session, event)

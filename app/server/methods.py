@@ -23,6 +23,7 @@ from agent.log.store import SessionStore
 from agent.models.scripted import SCRIPTED_PREFIX, shipped_script_names
 from app.model_setup import SetupError, pick_model
 from app.server.bridge import HostedSession
+from app.server.methods_history import HistoryMethods
 from app.server.methods_messages import MessageMethods
 from app.server.methods_sessions import SessionMethods
 from app.server.methods_state import StateMethods
@@ -34,7 +35,7 @@ PROTOCOL_VERSION = 3
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 
 
-class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
+class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods, HistoryMethods):
     """Everything the server knows: its sessions, how to make new ones, and the
     table of the methods it serves."""
 
@@ -96,6 +97,10 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods):
             "session.name.setAuto": self.name_set_auto,
             "session.metadata.snapshot": self.metadata_snapshot,
             "session.instructions.getSources": self.instructions_get_sources,
+            "session.eventLog.read": self.event_log_read,
+            "session.eventLog.tail": self.event_log_tail,
+            "session.eventLog.registerInterest": self.event_log_register,
+            "session.eventLog.releaseInterest": self.event_log_release,
         }
 
     # --- dispatch --------------------------------------------------------------
