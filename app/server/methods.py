@@ -23,6 +23,7 @@ from agent.log.store import SessionStore
 from agent.models.scripted import SCRIPTED_PREFIX, shipped_script_names
 from app.model_setup import SetupError, pick_model
 from app.server.bridge import HostedSession
+from app.server.methods_control import ControlMethods
 from app.server.methods_history import HistoryMethods
 from app.server.methods_messages import MessageMethods
 from app.server.methods_sessions import SessionMethods
@@ -35,7 +36,9 @@ PROTOCOL_VERSION = 3
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 
 
-class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods, HistoryMethods):
+class Runtime(
+    SessionMethods, MessageMethods, StateMethods, WorkspaceMethods, HistoryMethods, ControlMethods
+):
     """Everything the server knows: its sessions, how to make new ones, and the
     table of the methods it serves."""
 
@@ -97,6 +100,11 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, WorkspaceMethods, Hi
             "session.name.setAuto": self.name_set_auto,
             "session.metadata.snapshot": self.metadata_snapshot,
             "session.instructions.getSources": self.instructions_get_sources,
+            "session.suspend": self.session_suspend,
+            "session.shutdown": self.session_shutdown,
+            "session.metadata.isProcessing": self.metadata_is_processing,
+            "session.permissions.setApproveAll": self.permissions_set_approve_all,
+            "session.permissions.resetSessionApprovals": self.permissions_reset_approvals,
             "session.eventLog.read": self.event_log_read,
             "session.eventLog.tail": self.event_log_tail,
             "session.eventLog.registerInterest": self.event_log_register,
