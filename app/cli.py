@@ -302,6 +302,25 @@ def _add_runtime_flags(parser: argparse.ArgumentParser) -> None:
         runtime.add_argument(flag, metavar="VALUE", help=argparse.SUPPRESS)
 
 
+# Copilot CLI flags a headless loopdeck accepts and ignores: what they configure
+# (its sign-in, its UI, its log folder, URL rules of its web tool) loopdeck lacks.
+COPILOT_ONLY = frozenset(
+    {
+        "--allow-all-paths",
+        "--allow-all-urls",
+        "--allow-url",
+        "--deny-url",
+        "--banner",
+        "--no-color",
+        "--screen-reader",
+        "--config-dir",
+        "--log-dir",
+        "--no-custom-instructions",
+        "--secret-env-vars",
+    }
+)
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -343,8 +362,12 @@ def _main(args_list: list[str]) -> int:
         # Before parsing: `loopdeck sesions --all` must not fail on --all instead.
         _refuse_near_miss(parser, args_list[0])
     if "--headless" in args_list:
-        # An SDK may pass flags newer than this list: accept those too.
+        # Copilot's own flags that an SDK app may pass and loopdeck has nothing for are
+        # accepted (and logged); anything else is refused, as Copilot refuses it.
         args, ignored = parser.parse_known_args(args_list)
+        refused = [a for a in ignored if a.startswith("-") and a.split("=")[0] not in COPILOT_ONLY]
+        if refused:
+            parser.error(f"unrecognized arguments: {' '.join(refused)}")
         args.ignored_flags = ignored
     else:
         args = parser.parse_args(args_list)

@@ -154,6 +154,14 @@ class SessionTitleChangedData(EventData):
     title: str
 
 
+class SessionWorkspaceFileChangedData(EventData):
+    """A file in the session's workspace folder was written (an SDK app's own files)."""
+
+    TYPE = "session.workspace_file_changed"
+    path: str
+    operation: Literal["create", "update"] = "create"
+
+
 class SessionAutopilotStoppedData(EventData):
     """Autopilot stopped continuing without task_complete (e.g. at its cap)."""
 

@@ -386,6 +386,10 @@ class Session:
         return self._mode
 
     @property
+    def started_at(self) -> str:
+        return self._started_at
+
+    @property
     def model_calls(self) -> int:
         return self._model_calls
 

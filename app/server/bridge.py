@@ -31,6 +31,7 @@ from agent.session.session import Session
 from agent.tools.base import Tool, ToolResult
 from agent.tools.external import ExternalToolCalls, ExternalToolSpec, external_tool
 from agent.tools.registry import ToolRegistry, default_tools
+from app.server.event_log import EventLog
 from app.server.plan import app_plan_reviewer
 from app.server.rpc import INVALID_PARAMS, Connection, ConnectionClosed, RpcError
 
@@ -142,6 +143,7 @@ class HostedSession:
         self.calls = ExternalToolCalls(session.emit, session.id)
         tools.calls = self.calls
         self.events: list[Event] = [e for e in session.backlog if not e.ephemeral]
+        self.event_log = EventLog(self.events)  # session.eventLog.* reads these
         self.connections: list[Connection] = []
         self.owner: Connection | None = None  # answers hooks; the last to attach
         self.hooks_enabled = False
@@ -157,6 +159,9 @@ class HostedSession:
         session.permissions.ask_in_every_mode = True
         # exit_plan_mode: the app answers if it registered a handler (app/server/plan.py).
         self.answers_plans = False
+        # The runtime's session.lifecycle, told of every event after the app's copy.
+        self.on_event: Callable[[Session, Event], None] | None = None
+        self.user_named = False  # the app named it (session.name.set): no auto names after
         session.plan.reviewer = app_plan_reviewer(self)
         self._unsubscribe = session.subscribe(self._forward)
 
@@ -169,7 +174,10 @@ class HostedSession:
     def _forward(self, event: Event) -> None:
         if not event.ephemeral:
             self.events.append(event)
+            self.event_log.appended()
         self._send(event)
+        if self.on_event is not None:
+            self.on_event(self.session, event)
 
     def _send(self, event: Event) -> None:
         params = {"sessionId": self.session.id, "event": event.wire()}

@@ -24,10 +24,13 @@ from agent.log.store import SessionStore
 from agent.models.scripted import SCRIPTED_PREFIX, shipped_script_names
 from app.model_setup import SetupError, pick_model
 from app.server.bridge import HostedSession
+from app.server.methods_control import ControlMethods
+from app.server.methods_history import HistoryMethods
 from app.server.methods_mcp import McpMethods
 from app.server.methods_messages import MessageMethods
 from app.server.methods_sessions import SessionMethods
 from app.server.methods_state import StateMethods
+from app.server.methods_workspace import WorkspaceMethods
 from app.server.rpc import METHOD_NOT_FOUND, SERVER_ERROR, Connection, RpcError
 
 PROTOCOL_VERSION = 3
@@ -35,7 +38,15 @@ PROTOCOL_VERSION = 3
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 
 
-class Runtime(SessionMethods, MessageMethods, StateMethods, McpMethods):
+class Runtime(
+    SessionMethods,
+    MessageMethods,
+    StateMethods,
+    WorkspaceMethods,
+    HistoryMethods,
+    ControlMethods,
+    McpMethods,
+):
     """Everything the server knows: its sessions, how to make new ones, and the
     table of the methods it serves."""
 
@@ -85,6 +96,27 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, McpMethods):
             # The todo list (session.todos_changed is only a signal): its rows.
             "session.plan.readSqlTodos": self.todos_read,
             "session.plan.readSqlTodosWithDependencies": self.todos_read_with_dependencies,
+            "session.workspaces.getWorkspace": self.workspaces_get,
+            "session.workspaces.listFiles": self.workspaces_list_files,
+            "session.workspaces.readFile": self.workspaces_read_file,
+            "session.workspaces.createFile": self.workspaces_create_file,
+            "session.workspaces.saveLargePaste": self.workspaces_save_large_paste,
+            "session.workspaces.listCheckpoints": self.workspaces_list_checkpoints,
+            "session.workspaces.readCheckpoint": self.workspaces_read_checkpoint,
+            "session.name.get": self.name_get,
+            "session.name.set": self.name_set,
+            "session.name.setAuto": self.name_set_auto,
+            "session.metadata.snapshot": self.metadata_snapshot,
+            "session.instructions.getSources": self.instructions_get_sources,
+            "session.suspend": self.session_suspend,
+            "session.shutdown": self.session_shutdown,
+            "session.metadata.isProcessing": self.metadata_is_processing,
+            "session.permissions.setApproveAll": self.permissions_set_approve_all,
+            "session.permissions.resetSessionApprovals": self.permissions_reset_approvals,
+            "session.eventLog.read": self.event_log_read,
+            "session.eventLog.tail": self.event_log_tail,
+            "session.eventLog.registerInterest": self.event_log_register,
+            "session.eventLog.releaseInterest": self.event_log_release,
             # session.mcp.*: the session's MCP servers (app/server/methods_mcp.py).
             **self.mcp_methods(),
         }
@@ -96,16 +128,20 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, McpMethods):
 
     def attach(self, conn: Connection) -> None:
         conn.on_close.append(self._connection_closed)
+        self.lifecycle.join(conn)
 
     async def handle(self, conn: Connection, method: str, params: dict[str, Any]) -> Any:
         handler = self._methods.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if self.token is not None and not conn.connected and method != "connect":
-            raise RpcError(SERVER_ERROR, "connect with the connection token first")
+            raise RpcError(
+                SERVER_ERROR, "AUTHENTICATION_FAILED: connect with the connection token first"
+            )
         return await handler(conn, params)
 
     def _connection_closed(self, conn: Connection) -> None:
+        self.lifecycle.leave(conn)
         for session_id, hosted in list(self.sessions.items()):
             if conn in hosted.connections and hosted.detach(conn):
                 del self.sessions[session_id]
@@ -128,7 +164,7 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, McpMethods):
 
     async def connect(self, conn: Connection, params: dict[str, Any]) -> Any:
         if self.token is not None and params.get("token") != self.token:
-            raise RpcError(SERVER_ERROR, "invalid connection token")
+            raise RpcError(SERVER_ERROR, "AUTHENTICATION_FAILED: invalid connection token")
         conn.connected = True
         return {"ok": True, "protocolVersion": PROTOCOL_VERSION, "version": __version__}
 
@@ -136,7 +172,7 @@ class Runtime(SessionMethods, MessageMethods, StateMethods, McpMethods):
         message = params.get("message")
         return {
             "message": f"pong: {message}" if message else "pong",
-            "timestamp": int(time.time() * 1000),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),  # ISO 8601
             "protocolVersion": PROTOCOL_VERSION,
         }
 

@@ -57,6 +57,7 @@ class SessionMethods(RuntimeBase):
         hosted = HostedSession(created, choice)
         hosted.mcp_env_mode = env_value_mode(params.get("envValueMode"))
         self.sessions[session_id] = hosted
+        hosted.on_event = self.lifecycle.on_event
         _take_questions(hosted, params)
         _apply_system_message(created, params.get("systemMessage"))
         _apply_infinite_sessions(created, params.get("infiniteSessions"))
@@ -64,6 +65,7 @@ class SessionMethods(RuntimeBase):
         self._attach(hosted, conn, params)
         hosted.replay_to(conn, created.backlog)  # session.start
         await hosted.hooks.session_start("new")
+        self.lifecycle.announce("session.created", session_id, created)
         return {"sessionId": session_id, "workspacePath": str(self.store.session_dir(session_id))}
 
     async def session_resume(self, conn: Connection, params: dict[str, Any]) -> Any:
@@ -111,6 +113,7 @@ class SessionMethods(RuntimeBase):
         hosted = HostedSession(resumed, choice)
         hosted.mcp_env_mode = env_value_mode(params.get("envValueMode"))
         self.sessions[session_id] = hosted
+        hosted.on_event = self.lifecycle.on_event
         _take_questions(hosted, params)
         _apply_system_message(resumed, params.get("systemMessage"))
         _apply_infinite_sessions(resumed, params.get("infiniteSessions"))
@@ -170,6 +173,7 @@ class SessionMethods(RuntimeBase):
             delete_session(self.store, session_id)
         except (SessionInUse, OSError) as exc:  # in use: another process writes it
             return {"success": False, "error": str(exc)}
+        self.lifecycle.announce("session.deleted", session_id)
         return {"success": True}
 
     async def session_list(self, conn: Connection, params: dict[str, Any]) -> Any:

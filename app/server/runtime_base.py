@@ -27,6 +27,7 @@ from agent.tools.registry import rule_tool_names
 from app.model_setup import SetupError, make_model, pick_model, provider_settings
 from app.sandbox_setup import SandboxSetupError, sandbox_setup
 from app.server.bridge import HostedSession
+from app.server.lifecycle import Lifecycle
 from app.server.params import mcp_config, optional_str, required_str
 from app.server.rpc import INVALID_PARAMS, SERVER_ERROR, RpcError
 
@@ -45,6 +46,7 @@ class RuntimeBase:
         self.store = store
         self.flags = flags
         self.sessions: dict[str, HostedSession] = {}
+        self.lifecycle = Lifecycle()  # session.lifecycle to every client
 
     def _hosted(self, params: dict[str, Any]) -> HostedSession:
         session_id = required_str(params, "sessionId")

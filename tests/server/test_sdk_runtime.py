@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -36,6 +37,7 @@ from copilot.generated.rpc import (  # noqa: E402
     PermissionDecisionApproveOnce,
     PermissionDecisionReject,
     PermissionDecisionRequest,
+    PingRequest,
     SessionHistoryCompactRequest,
 )
 from copilot.generated.session_events import (  # noqa: E402
@@ -565,7 +567,7 @@ async def test_tcp_transport_with_a_connection_token(tmp_path: Path) -> None:
         intruder = CopilotClient(
             connection=RuntimeConnection.for_uri(f"127.0.0.1:{port}", connection_token="wrong")
         )
-        with pytest.raises(JsonRpcError, match="token"):
+        with pytest.raises(JsonRpcError, match="AUTHENTICATION_FAILED"):
             await within(intruder.start())
         await within(intruder.force_stop())
     finally:
@@ -582,6 +584,8 @@ async def test_unknown_methods_answer_32601_and_the_runtime_goes_on(shared: Runt
         await within(raw.request("session.abort", {"sessionId": "no-such-session"}))
     assert "not found" in missing.value.message.lower()
     assert (await within(shared.client.ping("still there?"))).protocol_version == 3
+    pong = await within(shared.client.rpc.ping(PingRequest(message="now")))
+    assert pong.message == "pong: now" and pong.timestamp.year >= 2024
 
 
 # --- the wire itself, without the SDK ------------------------------------------------
@@ -617,7 +621,9 @@ async def test_stdio_wire_framing_errors_and_sdk_flags(tmp_path: Path) -> None:
         "--session-idle-timeout",
         "30",
         "--remote",
-        "--a-flag-from-a-newer-sdk",
+        "--no-color",  # Copilot's, nothing in loopdeck: accepted
+        "--log-dir",
+        str(tmp_path / "copilot-logs"),
         "--stdio",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
@@ -800,3 +806,17 @@ async def test_history_compact_and_infinite_sessions_settings(shared: Runtime) -
                 "buffer_exhaustion_threshold": 0.5,
             },
         )
+
+
+async def test_a_flag_copilot_does_not_know_fails_start_up_with_its_stderr(
+    tmp_path: Path,
+) -> None:
+    client = CopilotClient(
+        connection=RuntimeConnection.for_stdio(path=LOOPDECK, args=["--no-such-flag-anywhere"]),
+        env=runtime_env(tmp_path / "home"),
+        working_directory=str(tmp_path),
+    )
+    with pytest.raises(RuntimeError, match="no-such-flag-anywhere"):
+        await within(client.start())
+    with contextlib.suppress(Exception):
+        await within(client.stop())
