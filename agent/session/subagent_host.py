@@ -44,6 +44,7 @@ class SubagentParent(Protocol):
 
     hooks: LoopHooks
     permissions: PermissionGate
+    text_tool_calls: bool
 
     @property
     def mode(self) -> Mode: ...
@@ -139,6 +140,7 @@ class SubagentHost:
         self.history = History()
         self.hooks: LoopHooks = SubagentHooks(parent.hooks)
         self.usage = RunUsage()
+        self.text_tool_calls = parent.text_tool_calls  # the same model server as its session's
         self._tools = tools
         self._system_prompt = system_prompt
         self.context = ContextKeeper(self, new_meter(model))
