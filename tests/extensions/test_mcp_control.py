@@ -221,3 +221,22 @@ async def test_two_restarts_at_once_leave_one_process(tmp_path: Path) -> None:
     assert len(processes_with(marker)) == 1
     await session.close()
     assert processes_with(marker) == []
+
+
+async def test_waiting_for_a_starting_server_ends_when_the_session_closes(
+    tmp_path: Path,
+) -> None:
+    # A server that never answers its handshake: ready() and settled() would wait for
+    # its (long) budget, and past the session's close nothing reports any more.
+    config = config_of({"slow": fake_server("--hang-at-start", timeout_ms=600_000)})
+    session, _ = await new_session(scripted([{"text": "ok"}]), tmp_path)
+    session.start_mcp(config)
+    servers = session.mcp
+    assert servers is not None
+    ready = asyncio.ensure_future(servers.ready("slow"))
+    settled = asyncio.ensure_future(servers.settled())
+    await asyncio.sleep(0)  # both are waiting: the server is pending
+    assert not ready.done() and not settled.done()
+    await session.close()
+    # Bounded only so that a regression fails instead of hanging the suite.
+    await asyncio.wait_for(asyncio.gather(ready, settled), timeout=60)

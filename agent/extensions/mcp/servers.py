@@ -141,13 +141,20 @@ class McpServers:
 
     async def ready(self, name: str) -> McpServerInfo:
         """Until ``name`` has connected or failed (or is not running); its state then."""
-        while (connection := self._connections.get(name)) and connection.status == "pending":
-            await self._pulse.wait()  # set at each change of any server
+        while (
+            not self._closing
+            and (connection := self._connections.get(name))
+            and connection.status == "pending"
+        ):
+            await self._pulse.wait()  # set at each change of any server, and at close
         return self.info(name)
 
     async def close(self) -> None:
         """Stop every server. Quietly: the session has gone idle for the last time."""
         self._closing = True  # a control request under way starts nothing more
+        # Whoever waits for a server to settle stops waiting: nothing will report now.
+        self._settled.set()
+        self._pulse.set()
         async with self._control:
             await asyncio.gather(*(c.stop() for c in self.connections), return_exceptions=True)
 
