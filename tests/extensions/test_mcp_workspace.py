@@ -76,6 +76,15 @@ def test_closer_wins_workspace_beats_user_additional_beats_all(repo: Path, tmp_p
     assert config.servers["b"].command == "flag" and config.servers["b"].source == "user"
 
 
+def test_a_workspace_file_cannot_turn_the_sandbox_off(repo: Path, tmp_path: Path) -> None:
+    workspace = servers_file(repo / ".mcp.json", {"free": {"command": "x", "sandbox": False}})
+    user = servers_file(tmp_path / "own.json", {"mine": {"command": "y", "sandbox": False}})
+    config = load_config({}, own_config=user, workspace=[workspace])
+    assert config.servers["free"].sandbox is True
+    assert config.servers["mine"].sandbox is False  # the user's own choice stands
+    assert any("'free'" in n and '"sandbox": false' in n for n in config.notices)
+
+
 def test_loaded_only_in_a_trusted_folder(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     servers_file(repo / ".mcp.json", {"ws": {"command": "ws-server"}})
     config = mcp_config(args(), repo)

@@ -194,6 +194,14 @@ def _merge(
             config.notices.append(f"{where}: MCP server {name!r}: {exc}; skipped")
             config.servers.pop(name, None)  # a broken override must not run the old entry
             continue
+        if source == "workspace" and not server.sandbox:
+            # A repository's own file must not free its server from the sandbox: that
+            # choice is the user's, in their own configuration.
+            config.notices.append(
+                f'{where}: MCP server {name!r}: "sandbox": false is honoured only in your '
+                "own MCP config (~/.copilot/mcp-config.json or loopdeck's); it runs sandboxed"
+            )
+            server = dataclasses.replace(server, sandbox=True)
         config.servers[name] = dataclasses.replace(server, source=source)
 
 
