@@ -62,6 +62,9 @@ def _parse_yaml(text: str) -> dict[str, Any]:
         where = f" at line {mark.line + 2}" if mark is not None else ""  # +1 for the '---'
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise FrontMatterError(f"the front matter is not valid YAML{where}: {problem}") from exc
+    except (RecursionError, MemoryError, ValueError, TypeError) as exc:
+        # PyYAML's composer recurses: deeply nested brackets end here, not in YAMLError.
+        raise FrontMatterError(f"the front matter cannot be read: {type(exc).__name__}") from exc
     if value is None:
         return {}
     if not isinstance(value, dict):

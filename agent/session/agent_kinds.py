@@ -16,7 +16,11 @@ from agent.extensions.agents.definition import CustomAgent
 from agent.extensions.agents.tool_filter import ToolRef, kept_tools
 from agent.tools.registry import ToolRegistry
 
-NEVER_OFFERED = frozenset({"task", "ask_user", "task_complete", "update_todos", "exit_plan_mode"})
+# ``skill``: a skill's instructions are written into the session's own conversation
+# (agent/session/extensions.py), which a sub-agent does not read.
+NEVER_OFFERED = frozenset(
+    {"task", "ask_user", "task_complete", "update_todos", "exit_plan_mode", "skill"}
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,7 @@ def test_star_or_no_tools_means_every_tool(repo: Path, env: dict[str, str]) -> N
         ("description: a: b\n", "not valid YAML at line 2: mapping values"),
         ("description: [unclosed\n", "not valid YAML"),
         ("- just\n- a list\n", "must be a mapping of fields"),
+        ("description: " + "[" * 5000 + "\n", "front matter cannot be read: RecursionError"),
     ],
 )
 def test_a_broken_file_is_a_notice_naming_the_file_and_field(

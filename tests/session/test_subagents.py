@@ -16,10 +16,15 @@ from typing import Any
 import pytest
 
 from agent.events.schema import Event
+from agent.extensions.skills.tool import SkillTool
 from agent.log.store import SessionStore, read_events, with_unreadable_rows
 from agent.models.scripted import Script, ScriptedModel
 from agent.permissions.rules import PermissionPolicy
+from agent.session.agent_kinds import EXPLORE, GENERAL_PURPOSE, TASK
 from agent.session.session import Session
+from agent.tools.base import ToolResult
+from agent.tools.registry import ToolRegistry
+from agent.tools.view import ViewTool
 from agent.transcript.blocks import ToolCallBlock, TurnBlock, UserBlock
 from agent.transcript.fold import Transcript, fold
 from tests.support.paths import FIXTURES
@@ -363,3 +368,15 @@ async def test_runs_overlap_in_time_in_the_log(tmp_path: Path, loopdeck_home: Pa
     ends = [ts for ts, kind in frames if kind == "subagent.completed"]
     assert len(starts) == len(ends) == 3 and max(starts) <= min(ends)
     assert FAN_OUT["subagents"].keys() == {"todos", "defs", "imports"}
+
+
+def test_no_kind_of_sub_agent_is_offered_the_skill_tool() -> None:
+    # A skill's instructions are written into the session's conversation, which a
+    # sub-agent does not read: loaded by one, they would reach the parent instead.
+    class FakeLoader:
+        def load_skill(self, name: str, tool_call_id: str) -> ToolResult:
+            raise AssertionError("never called")
+
+    offered = ToolRegistry([ViewTool(), SkillTool(FakeLoader())])
+    for kind in (EXPLORE, TASK, GENERAL_PURPOSE):
+        assert kind.registry(offered).names() == ["view"], kind.name
