@@ -380,7 +380,7 @@ class LogFollower:
     def poll(self) -> Iterator[str]:
         try:
             stat = self.path.stat()
-        except FileNotFoundError:
+        except OSError:  # gone, or unreadable: nothing to read now
             return
         if self._inode is not None and (stat.st_ino != self._inode or stat.st_size < self._offset):
             self._offset, self._partial = 0, b""  # replaced or truncated: start over
@@ -390,9 +390,12 @@ class LogFollower:
         # Read from the end of the last whole line: an unfinished line is read again
         # rather than kept, so one a new writer set aside (log_writer.set_aside_torn_tail
         # cuts the log back to its last newline) is not glued to what it appends.
-        with self.path.open("rb") as fh:
-            fh.seek(self._offset)
-            data = fh.read()
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self._offset)
+                data = fh.read()
+        except OSError:  # deleted or made unreadable since the stat: try next time
+            return
         lines = data.split(b"\n")
         self._partial = lines.pop()
         self._offset += len(data) - len(self._partial)

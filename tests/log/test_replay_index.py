@@ -120,6 +120,21 @@ def test_follower_starts_over_when_the_file_is_replaced(tmp_path: Path) -> None:
     assert list(follower.poll()) == ["c"]
 
 
+def test_follower_reads_nothing_from_a_log_it_cannot_open(tmp_path: Path) -> None:
+    # Deleted between the stat and the open, or unreadable: the board polls many
+    # logs on one timer, and one of them must not stop it.
+    path = tmp_path / "events.jsonl"
+    path.write_text("a\n")
+    follower = LogFollower(path)
+    assert list(follower.poll()) == ["a"]
+    path.unlink()
+    path.mkdir()  # stat works, open fails (as root, a chmod would not)
+    assert list(follower.poll()) == []
+    path.rmdir()
+    path.write_text("b\n")
+    assert list(follower.poll()) == ["b"]
+
+
 def test_read_slots_keep_positions_aligned_across_a_corrupt_line(tmp_path: Path) -> None:
     lines = [
         line("user.message", "2026-01-01T00:00:00.000Z", content="one"),
