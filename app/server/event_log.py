@@ -79,24 +79,35 @@ class EventLog:
 
         start = 0 if position is None else position[1]
         wait_ms = params.get("waitMs")
-        if start >= len(self.events) and isinstance(wait_ms, int) and wait_ms > 0:
-            await self._wait(min(wait_ms, MAX_WAIT_MS) / 1000)
-        picked = []
-        index = start
-        while index < len(self.events) and len(picked) < limit:
-            if keep(self.events[index]):
-                picked.append(self.events[index])
-            index += 1
-        if not picked and wanted is not None and isinstance(wait_ms, int) and wait_ms > 0:
-            # Only other types arrived: keep waiting (the cursor moved past them).
-            return await self.read({**params, "cursor": f"f:{index}"})
+        wait_s = 0.0
+        if isinstance(wait_ms, int) and not isinstance(wait_ms, bool) and wait_ms > 0:
+            wait_s = min(wait_ms, MAX_WAIT_MS) / 1000
+        loop = asyncio.get_running_loop()
+        # One bound for the whole request, however many events of other types arrive.
+        deadline = loop.time() + wait_s
+        while True:
+            if start >= len(self.events) and (left := deadline - loop.time()) > 0:
+                await self._wait(left)
+            picked = []
+            index = start
+            while index < len(self.events) and len(picked) < limit:
+                if keep(self.events[index]):
+                    picked.append(self.events[index])
+                index += 1
+            if picked or wanted is None or deadline - loop.time() <= 0:
+                break
+            start = index  # only other types arrived: wait on past them
         return _result(picked, f"f:{index}", status, has_more=index < len(self.events))
 
     async def _wait(self, seconds: float) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiter, seconds)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, seconds)
+        finally:
+            if waiter in self._waiters:  # timed out: not left for the next event
+                self._waiters.remove(waiter)
 
     def register(self, params: dict[str, Any]) -> dict[str, Any]:
         etype = params.get("eventType")
