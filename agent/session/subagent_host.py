@@ -204,6 +204,14 @@ class SubagentHost:
         return self._system_prompt
 
     async def authorize(self, request: ToolRequest) -> ToolResult | None:
+        # The user switched the session to plan mode while this run went on: from then
+        # on it may only read, as its session may.
+        tool = self._tools.get(request.name)
+        if self.parent.mode == "plan" and tool is not None and tool.kind != "read":
+            return ToolResult.failure(
+                f"The session is in plan mode, which is read-only: {request.name} cannot "
+                "run now. Answer with what you found so far."
+            )
         return await self._gate.check(request)
 
     def take_steering(self) -> list[tuple[str, str | None, list[dict[str, Any]] | None]]:

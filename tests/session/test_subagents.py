@@ -380,3 +380,25 @@ def test_no_kind_of_sub_agent_is_offered_the_skill_tool() -> None:
     offered = ToolRegistry([ViewTool(), SkillTool(FakeLoader())])
     for kind in (EXPLORE, TASK, GENERAL_PURPOSE):
         assert kind.registry(offered).names() == ["view"], kind.name
+
+
+async def test_a_run_under_way_when_plan_mode_starts_may_only_read(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    rm = {"name": "bash", "arguments": {"command": "rm app.py"}}
+    sub = {"turns": [{"text": "", "tool_calls": [rm]}, {"text": "Stopped: plan mode."}]}
+    policy = PermissionPolicy.from_flags(allow_all=True)
+    model = FakeHoldingModel(model_of(one_task(sub, "general-purpose")))
+    session, rec = await new_session(model, tmp_path, mode="autopilot", policy=policy)
+    future = session.send("go")
+    await asyncio.wait_for(model.until_in_flight(1), 30)  # the run's first call is held
+    session.set_mode("plan")  # the user switches while it runs
+    model.release.set()
+    await future
+    [refused] = [
+        e
+        for e in rec.of("tool.execution_complete")
+        if e.agent_id and e.data.tool_call_id.endswith("_0_0")
+    ]
+    assert not refused.data.success and "plan mode" in refused.data.error.message
+    assert (ws / "app.py").exists()
+    await session.close()
