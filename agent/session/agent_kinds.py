@@ -51,7 +51,9 @@ class AgentKind:
             if allowed is not None and name not in allowed:
                 continue
             picked.append(tool)
-        return ToolRegistry(picked)
+        registry = ToolRegistry(picked)
+        registry.compact = offered.compact  # a small window is small for its runs too
+        return registry
 
     def _allowed(self, offered: ToolRegistry) -> list[str]:
         if not self.aliases:

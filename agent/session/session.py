@@ -512,6 +512,7 @@ class Session:
             tool_names=tool_names,
             model=model.name,
             sandbox=self.sandbox.prompt_section("interactive") if self.sandbox else None,
+            compact=self.toolbox.compact,
         )
 
     # --- control -------------------------------------------------------------

@@ -402,3 +402,12 @@ async def test_a_run_under_way_when_plan_mode_starts_may_only_read(tmp_path: Pat
     assert not refused.data.success and "plan mode" in refused.data.error.message
     assert (ws / "app.py").exists()
     await session.close()
+
+
+def test_a_sub_agents_tools_are_compact_when_its_sessions_are() -> None:
+    offered = ToolRegistry([ViewTool()])
+    offered.compact = True
+    for kind in (EXPLORE, TASK, GENERAL_PURPOSE):
+        assert kind.registry(offered).compact, kind.name
+    offered.compact = False
+    assert not GENERAL_PURPOSE.registry(offered).compact
