@@ -42,7 +42,14 @@ def _inside(session: Session, raw: Any) -> tuple[Path, str]:
         raise RpcError(
             INVALID_PARAMS, f"path must stay inside the workspace files directory: {raw!r}"
         )
-    return files_dir(session) / rel, str(rel)
+    base = files_dir(session)
+    path = base / rel
+    # A link inside the folder must not lead out of it (the write truncates).
+    if not path.resolve().is_relative_to(base.resolve()):
+        raise RpcError(
+            INVALID_PARAMS, f"path leads outside the workspace files directory: {raw!r}"
+        )
+    return path, str(rel)
 
 
 def list_files(session: Session) -> list[str]:

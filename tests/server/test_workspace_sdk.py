@@ -75,6 +75,25 @@ async def test_a_path_may_not_leave_the_workspace(shared: Runtime) -> None:
     await within(session.disconnect())
 
 
+async def test_a_link_inside_the_workspace_does_not_lead_out(
+    shared: Runtime, tmp_path: Path
+) -> None:
+    session = await new_session(shared, QUIET)
+    ws = session.rpc.workspaces
+    await within(ws.create_file(WorkspacesCreateFileRequest(path="a.txt", content="one")))
+    where = await within(ws.get_workspace())
+    assert where.path is not None
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    (Path(where.path) / "files" / "link.txt").symlink_to(outside)
+    with pytest.raises(Exception, match="outside the workspace files directory"):
+        await within(ws.create_file(WorkspacesCreateFileRequest(path="link.txt", content="x")))
+    with pytest.raises(Exception, match="outside the workspace files directory"):
+        await within(ws.read_file(WorkspacesReadFileRequest(path="link.txt")))
+    assert outside.read_text() == "keep"
+    await within(session.disconnect())
+
+
 async def test_a_large_paste_is_kept_as_a_file(shared: Runtime) -> None:
     session = await new_session(shared, QUIET)
     content = "paste ✂\n" * 300
