@@ -233,6 +233,7 @@ NESTED: dict[str, Shape] = {
         "name": ("str", True),
         "arguments": ("Any", False),
         "type": ("Literal['function', 'custom'] | None", False),
+        "recovered_from_text": ("bool | None", False),
     },
     "RunUsage": {
         "premium_requests": ("float | None", False),

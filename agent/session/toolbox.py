@@ -52,11 +52,13 @@ class ModeToolbox:
                 for tool in joining():
                     if tool.name not in registry:
                         registry.register(tool)
+            delegate = self._delegate
+            if mode != "plan" and delegate is not None and delegate.name not in registry:
+                registry.register(delegate)
+            # A selected custom agent's tools list decides about task too.
             registry = self.narrow(registry)
             if mode == "plan":  # read-only, whatever the factory offers
                 registry = plan_registry(registry, self._exit_plan)
-            elif self._delegate is not None and self._delegate.name not in registry:
-                registry.register(self._delegate)
             for gone in self._gone:
                 for name, why in gone().items():
                     if name not in registry:
