@@ -65,17 +65,17 @@ def test_a_compaction_in_a_small_window_waits_for_its_summary_and_shrinks_the_co
     monkeypatch.chdir(tmp_path)
     flags = ["--model", MODEL, "--api-base", server.api_base, "--context-window", str(WINDOW)]
     flags += ["--system-prompt", "full"]  # the sizes here are the full prompt's
-    # loopdeck's prompt and tools take ~2,900 of the 4,608 tokens a request may hold
+    # loopdeck's prompt and tools take ~3,200 of the 4,608 tokens a request may hold
     # (the window less 1,536 kept for the reply), as the server counts. ~650 tokens:
     # the first exchange takes the context to ~78 %.
-    long_prompt = "Reply with one word: ok.\n" + "\n".join(LINE.format(i, i) for i in range(30))
+    long_prompt = "Reply with one word: ok.\n" + "\n".join(LINE.format(i, i) for i in range(15))
     first = run_p(capsys, long_prompt, *flags)
     session_id = first[0]["data"]["sessionId"]
     assert not of(first, "session.compaction_start")
     # The second prompt takes the next request past 80 % (not 95 %, where any call
     # waits): with --api-base, background compaction is off (a one-slot server), so the
     # summary is made first, then the call.
-    short_prompt = "And again.\n" + "\n".join(LINE.format(i, i) for i in range(12))
+    short_prompt = "And again.\n" + "\n".join(LINE.format(i, i) for i in range(6))
     second = run_p(capsys, short_prompt, *flags, "--resume", session_id)
     [start] = of(second, "session.compaction_start")
     assert 0.8 <= start["currentTokens"] / start["tokenLimit"] < 0.95
