@@ -57,7 +57,7 @@ def board_title(views: Sequence[RunView]) -> str:
     parts.append(f"{running} running")
     if failed:
         parts.append(f"{failed} failed or interrupted")
-    parts.append(f"{len(views)} runs")
+    parts.append(f"{len(views)} run" if len(views) == 1 else f"{len(views)} runs")
     return " · ".join(parts)
 
 

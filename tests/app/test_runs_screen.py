@@ -21,7 +21,7 @@ from tests.support.app_harness import Harness, make_workspace, send, started
 from tests.support.board_logs import NOW, START, LogBuilder, meta, sid, write_board
 from tests.support.cli import run
 from tests.support.pilot import wait_for
-from widgets.run_board import terminal_title
+from widgets.run_board import board_title, terminal_title
 
 
 @pytest.fixture
@@ -148,6 +148,11 @@ def test_the_window_title_counts_what_waits() -> None:
     views = [_view("a", WAITING), _view("b", "running a tool"), _view("c", DONE)]
     assert terminal_title(views) == "⚠ 1 waiting · 1 running · loopdeck runs"
     assert terminal_title(views[1:]) == "1 running · loopdeck runs"
+
+
+def test_the_boards_line_counts_one_run_as_one() -> None:
+    assert board_title([_view("a", DONE)]) == "0 running · 1 run"
+    assert board_title([_view("a", DONE), _view("b", DONE)]) == "0 running · 2 runs"
 
 
 async def test_watch_marks_a_run_whose_writer_was_killed(tmp_path: Path) -> None:
